@@ -1,0 +1,38 @@
+# The newcomer path: `make run` (the whole product with demo data) and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test lint typecheck pytest run serve migrate bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy backend shared
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+test: lint typecheck pytest
+
+run: $(STAMP)
+	$(BIN)/coremem run
+
+serve: $(STAMP)
+	$(BIN)/coremem serve
+
+migrate: $(STAMP)
+	$(BIN)/coremem migrate
+
+clean:
+	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

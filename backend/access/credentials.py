@@ -1,0 +1,63 @@
+"""Secrets and tokens: key secrets, administrator tokens, subject tokens (PyJWT) and password hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import jwt
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+KEY_PREFIX = "ck_"
+ADMIN_TOKEN_PREFIX = "cat_"
+SUBJECT_TOKEN_PREFIX = "cst_"
+_hasher = PasswordHasher()
+
+
+def hash_secret(secret: str) -> str:
+    # Secrets carry 256 random bits, so a fast hash is enough; passwords (below) get argon2.
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_key_secret() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def new_admin_token() -> str:
+    return ADMIN_TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def new_password() -> str:
+    return secrets.token_urlsafe(18)
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def password_matches(password_hash: str, password: str) -> bool:
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def mint_subject_token(secret: str, *, org_id: str, key_id: str, subject_id: str,
+                       attributes: dict[str, list[str]], ttl_seconds: int) -> tuple[str, datetime]:
+    expires_at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=ttl_seconds)
+    claims = {"iss": "coremem", "org": org_id, "kid": key_id, "sub": subject_id, "attrs": attributes,
+              "exp": int(expires_at.timestamp())}
+    return SUBJECT_TOKEN_PREFIX + jwt.encode(claims, secret, algorithm="HS256"), expires_at
+
+
+def read_subject_token(secret: str, token: str) -> dict[str, Any] | None:
+    """The token's claims, or None when it is forged, malformed or expired."""
+    try:
+        claims = jwt.decode(token[len(SUBJECT_TOKEN_PREFIX):], secret, algorithms=["HS256"], issuer="coremem",
+                            options={"require": ["exp", "sub", "kid", "org"]})
+    except jwt.PyJWTError:
+        return None
+    return claims if isinstance(claims, dict) else None

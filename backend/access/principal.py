@@ -1,0 +1,111 @@
+"""Who is calling: a key, an administrator or a subject token, and the person the request is for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.access import credentials
+from backend.access.subjects import Subject, combine, subject_from_header
+from backend.domains.audit.service import Actor
+from backend.domains.keys import repository as keys_repo
+from backend.domains.orgs import repository as orgs_repo
+from backend.errors import BadRequest, CapabilityMissing, Forbidden, NotFound, Unauthorized
+
+ALL_CAPABILITIES = frozenset({"knowledge", "memory", "threads", "tooling", "compaction", "management",
+                              "trust_envelope"})
+ORG_HEADER = "X-Core-Org"
+
+
+@dataclass(frozen=True)
+class Principal:
+    kind: str  # key | admin | subject_token
+    org_id: str
+    actor: Actor
+    capabilities: frozenset[str]
+    subject: Subject | None
+    key: dict[str, Any] | None = None  # the api_keys row, for keys and subject tokens
+    admin: dict[str, Any] | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.kind == "admin"
+
+    @property
+    def key_id(self) -> str | None:
+        return self.key["id"] if self.key else None
+
+    def require(self, capability: str) -> None:
+        if capability not in self.capabilities:
+            raise CapabilityMissing(capability)
+
+    def require_management(self) -> None:
+        """Organisation management: administrators, or a key holding `management`; never a subject token."""
+        if self.kind == "subject_token":
+            raise Forbidden("A subject token cannot use the organisation's management routes.",
+                            code="subject_token_forbidden")
+        if self.kind == "key":
+            self.require("management")
+
+    def require_admin(self) -> None:
+        if self.kind != "admin":
+            raise Forbidden("Only an administrator may do this.", code="admin_required")
+
+
+def _bearer(authorization: str | None) -> str:
+    if not authorization:
+        raise Unauthorized("Send `Authorization: Bearer <key, administrator token or subject token>`.",
+                           code="missing_credential")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("The Authorization header must read `Bearer <credential>`.", code="bad_credential")
+    return token.strip()
+
+
+def _key_usable(key: dict[str, Any] | None) -> dict[str, Any]:
+    now = datetime.now(UTC)
+    if key is None:
+        raise Unauthorized("This credential is not known.", code="bad_credential")
+    if key["revoked_at"] is not None:
+        raise Unauthorized("This key has been revoked.", code="key_revoked")
+    if key["expires_at"] is not None and key["expires_at"] <= now:
+        raise Unauthorized("This key has expired.", code="key_expired")
+    return key
+
+
+async def resolve(db: AsyncSession, *, secret: str, authorization: str | None, subject_header: str | None,
+                  org_header: str | None, path_org_id: str | None = None) -> Principal:
+    token = _bearer(authorization)
+    header_subject = subject_from_header(subject_header)
+    if token.startswith(credentials.KEY_PREFIX):
+        key = _key_usable(await keys_repo.get_by_secret_hash(db, credentials.hash_secret(token)))
+        return Principal("key", key["org_id"], Actor("key", key["id"]), frozenset(key["capabilities"]),
+                         header_subject, key=key)
+    if token.startswith(credentials.SUBJECT_TOKEN_PREFIX):
+        claims = credentials.read_subject_token(secret, token)
+        if claims is None:
+            raise Unauthorized("This subject token is invalid or has expired.", code="bad_credential")
+        key = _key_usable(await keys_repo.get(db, claims["org"], claims["kid"]))
+        token_subject = Subject(claims["sub"], {k: list(v) for k, v in (claims.get("attrs") or {}).items()})
+        subject = combine(token_subject, header_subject)
+        return Principal("subject_token", key["org_id"], Actor("subject", key["id"]), frozenset(key["capabilities"]),
+                         subject, key=key)
+    if token.startswith(credentials.ADMIN_TOKEN_PREFIX):
+        admin = await orgs_repo.admin_by_token_hash(db, credentials.hash_secret(token))
+        if admin is None or admin["expires_at"] <= datetime.now(UTC):
+            raise Unauthorized("This administrator token is invalid or has expired; log in again.",
+                               code="bad_credential")
+        org_id = admin["org_id"]
+        if admin["role"] == "operator":
+            org_id = path_org_id or org_header
+            if not org_id:
+                raise BadRequest(f"An operator names the organisation with the {ORG_HEADER} header.",
+                                 param=ORG_HEADER, code="org_required")
+            if not await orgs_repo.exists(db, org_id):
+                raise NotFound("No such organisation.", param=ORG_HEADER)
+        return Principal("admin", org_id, Actor("admin", admin["id"]), ALL_CAPABILITIES, header_subject,
+                         admin=admin)
+    raise Unauthorized("This credential is not known.", code="bad_credential")

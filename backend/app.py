@@ -1,0 +1,101 @@
+"""create_app(): routes, dependencies, error handlers and the database lifecycle."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar, get
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import OpenAPIConfig
+from sqlalchemy import text
+
+from backend.config import Settings, get_settings
+from backend.db import migrate
+from backend.db.engine import make_engine, make_sessionmaker
+from backend.domains.audit.controller import AuditController
+from backend.domains.indexes.controller import IndexController
+from backend.domains.keys.controller import KeyController, OwnKeyController
+from backend.domains.orgs.controller import AdminController, OrgController
+from backend.errors import ApiError
+from backend.http import (
+    handle_api_error,
+    handle_http,
+    handle_internal,
+    handle_validation,
+    provide_db,
+    provide_principal,
+)
+from shared.schemas.platform import Health, Ready
+
+
+@get("/health", tags=["operations"], summary="The process lives")
+async def health() -> Health:
+    return Health(status="ok")
+
+
+@get("/ready", tags=["operations"], summary="The database answers and migrations are current",
+     responses={503: None})  # type: ignore[dict-item]
+async def ready(state: State) -> Ready:
+    head = migrate.head_revision()
+    revision: str | None = None
+    database = False
+    try:
+        async with state.engine.connect() as conn:
+            database = True
+            exists = (await conn.execute(text("SELECT to_regclass('public.alembic_version')"))).scalar()
+            if exists is not None:
+                revision = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+    except Exception:
+        database = False
+    body = Ready(status="ready" if database and revision == head else "not_ready", database=database,
+                 migrations_current=revision == head, revision=revision, head=head)
+    if body.status != "ready":
+        message = ("The database does not answer." if not database else
+                   f"Migrations are behind (database at {revision or 'none'}, code at {head}); run `coremem migrate`.")
+        raise ApiError(message, status=503, code="not_ready")
+    return body
+
+
+def resolve_database_url(settings: Settings) -> str:
+    if settings.database_url:
+        return settings.database_url
+    from backend.db.embedded import embedded_database_url
+
+    return embedded_database_url(settings.data_dir)
+
+
+def create_app(settings: Settings | None = None, database_url: str | None = None) -> Litestar:
+    settings = settings or get_settings()
+    logging.basicConfig(level=settings.log_level)
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncGenerator[None, None]:
+        url = database_url or resolve_database_url(settings)
+        engine = make_engine(url)
+        app.state.engine = engine
+        app.state.sessionmaker = make_sessionmaker(engine)
+        try:
+            yield
+        finally:
+            await engine.dispose()
+
+    return Litestar(
+        route_handlers=[health, ready, AdminController, OrgController, KeyController, OwnKeyController,
+                        IndexController, AuditController],
+        dependencies={"db": Provide(provide_db), "principal": Provide(provide_principal)},
+        exception_handlers={
+            ApiError: handle_api_error,
+            ValidationException: handle_validation,
+            HTTPException: handle_http,
+            Exception: handle_internal,
+        },
+        lifespan=[lifespan],
+        state=State({"settings": settings}),
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(title="coremem", version="0.1.0", path="/schema"),
+        debug=False,
+    )

@@ -1,0 +1,139 @@
+"""The `coremem` command (PLT-19)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import click
+
+from backend.config import get_settings
+
+T = TypeVar("T")
+DEMO_ORG = "Demo"
+DEMO_ADMIN = "admin@demo.local"
+
+
+def _database_url() -> str:
+    from backend.app import resolve_database_url
+
+    return resolve_database_url(get_settings())
+
+
+def _with_session(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Run `work(session)` in one transaction on a fresh engine."""
+    from backend.db.engine import make_engine, make_sessionmaker
+
+    async def go() -> T:
+        engine = make_engine(url, pool_size=2)
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                return await work(session)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(go())
+
+
+@click.group()
+def main() -> None:
+    """coremem: memory and conversation threads for LLM applications."""
+
+
+@main.command()
+def migrate() -> None:
+    """Upgrade the database to the newest schema."""
+    from backend.db import migrate as migrations
+
+    url = _database_url()
+    migrations.upgrade(url)
+    click.echo(f"database at revision {migrations.current_revision(url)}")
+
+
+def _bootstrap(url: str, org: str, admin: str) -> dict[str, Any]:
+    from backend.db import migrate as migrations
+    from backend.domains.orgs import service
+
+    settings = get_settings()
+    migrations.upgrade(url)
+    return _with_session(url, lambda db: service.bootstrap(
+        db, org_name=org, admin_email=admin, secret=settings.secret,
+        key_retention_days=settings.key_audit_retention_days, ttl_seconds=settings.admin_token_ttl_seconds))
+
+
+@main.command()
+@click.option("--org", "org_name", required=True, help="Organisation name (reused when it exists).")
+@click.option("--admin", "admin_email", required=True, help="Administrator e-mail address.")
+def bootstrap(org_name: str, admin_email: str) -> None:
+    """Create an organisation, its administrator and a full-capability key; print them as JSON."""
+    click.echo(json.dumps(_bootstrap(_database_url(), org_name, admin_email)))
+
+
+@main.group()
+def audit() -> None:
+    """The audit trail."""
+
+
+@audit.command("verify")
+@click.option("--org", "org_id", default=None, help="Only this organisation (default: all).")
+def audit_verify(org_id: str | None) -> None:
+    """Check every organisation's hash chain; exit 1 when a row was tampered with."""
+    from backend.domains.audit import repository, service
+
+    async def work(db: Any) -> list[service.ChainReport]:
+        orgs = [org_id] if org_id else await repository.org_ids(db)
+        return [await service.verify_org(db, o) for o in orgs]
+
+    reports = _with_session(_database_url(), work)
+    broken = False
+    for report in reports:
+        if report.intact:
+            click.echo(f"{report.org_id}: intact ({report.events} events)")
+        else:
+            broken = True
+            click.echo(f"{report.org_id}: BROKEN at seq {report.broken_at_seq}: {report.problem}")
+    if broken:
+        sys.exit(1)
+
+
+def _serve(host: str, port: int, url: str | None = None) -> None:
+    import uvicorn
+
+    from backend.app import create_app
+
+    uvicorn.run(create_app(database_url=url), host=host, port=port, log_level="info")
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+def serve(host: str, port: int) -> None:
+    """Run the API."""
+    _serve(host, port)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+def run(host: str, port: int) -> None:
+    """The whole product for a newcomer: database, migrations, demo data on first start, and the API."""
+    from backend.db import migrate as migrations
+
+    url = _database_url()
+    fresh = migrations.current_revision(url) is None
+    migrations.upgrade(url)
+    if fresh:
+        demo = _bootstrap(url, DEMO_ORG, DEMO_ADMIN)
+        click.echo("Demo organisation created. Keep these; they are shown once:")
+        click.echo(f"  administrator: {demo['admin_email']}  password: {demo['admin_password']}")
+        click.echo(f"  API key:       {demo['key']}")
+    click.echo(f"API:      http://{host}:{port}")
+    click.echo(f"OpenAPI:  http://{host}:{port}/schema/openapi.json")
+    _serve(host, port, url)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Deployment settings, read once from CORE_* environment variables."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+
+def _bool(value: str | None, default: bool = False) -> bool:
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _load_or_create_secret(data_dir: Path) -> str:
+    # A newcomer gets a stable secret kept beside the embedded database; production sets CORE_SECRET.
+    path = data_dir / "secret"
+    if path.exists():
+        return path.read_text().strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(48)
+    path.write_text(value)
+    path.chmod(0o600)
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str | None = None
+    data_dir: Path = field(default_factory=lambda: Path(".coremem"))
+    secret: str = ""
+    max_body_bytes: int = 1024 * 1024
+    admin_token_ttl_seconds: int = 8 * 3600
+    subject_token_max_ttl_seconds: int = 24 * 3600
+    key_audit_retention_days: int = 400
+    threads_group_reach_by_rule: bool = False
+    working_state_max_bytes: int = 16 * 1024
+    log_level: str = "INFO"
+
+    def with_overrides(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def settings_from_env(env: dict[str, str] | None = None) -> Settings:
+    env = dict(os.environ) if env is None else env
+    data_dir = Path(env.get("CORE_DATA_DIR", ".coremem"))
+    secret = env.get("CORE_SECRET") or _load_or_create_secret(data_dir)
+    return Settings(
+        database_url=env.get("CORE_DATABASE_URL") or None,
+        data_dir=data_dir,
+        secret=secret,
+        max_body_bytes=int(env.get("CORE_MAX_BODY_BYTES", str(1024 * 1024))),
+        admin_token_ttl_seconds=int(env.get("CORE_ADMIN_TOKEN_TTL_SECONDS", str(8 * 3600))),
+        subject_token_max_ttl_seconds=int(env.get("CORE_SUBJECT_TOKEN_MAX_TTL_SECONDS", str(24 * 3600))),
+        key_audit_retention_days=int(env.get("CORE_KEY_AUDIT_RETENTION_DAYS", "400")),
+        threads_group_reach_by_rule=_bool(env.get("CORE_THREADS_GROUP_REACH_BY_RULE")),
+        working_state_max_bytes=int(env.get("CORE_WORKING_STATE_MAX_BYTES", str(16 * 1024))),
+        log_level=env.get("CORE_LOG_LEVEL", "INFO"),
+    )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return settings_from_env()

@@ -1,0 +1,89 @@
+"""SQL of the audit trail."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, insert, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.models import AuditEvent, table_of
+
+T = table_of(AuditEvent)
+
+
+async def lock_chain_head(db: AsyncSession, org_id: str) -> tuple[int, str] | None:
+    # One writer per organisation's chain at a time: the lock lasts until the transaction ends.
+    await db.execute(text("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || :org, 0))"), {"org": org_id})
+    row = (await db.execute(
+        select(T.c.seq, T.c.hash).where(T.c.org_id == org_id).order_by(T.c.seq.desc()).limit(1)
+    )).first()
+    return (int(row[0]), str(row[1])) if row else None
+
+
+async def insert_event(db: AsyncSession, row: dict[str, Any]) -> None:
+    await db.execute(insert(T).values(**row))
+
+
+async def list_events(
+    db: AsyncSession,
+    org_id: str,
+    *,
+    after: datetime | None,
+    before: datetime | None,
+    actor_type: str | None,
+    actor_id: str | None,
+    actions: list[str],
+    object_type: str | None,
+    object_id: str | None,
+    subject_hash: str | None,
+    outcome: str | None,
+    before_seq: int | None,
+    limit: int,
+) -> list[Any]:
+    conditions = [T.c.org_id == org_id]
+    if after is not None:
+        conditions.append(T.c.at >= after)
+    if before is not None:
+        conditions.append(T.c.at < before)
+    if actor_type is not None:
+        conditions.append(T.c.actor_type == actor_type)
+    if actor_id is not None:
+        conditions.append(T.c.actor_id == actor_id)
+    if actions:
+        conditions.append(T.c.action.in_(actions))
+    if object_type is not None:
+        conditions.append(T.c.object_type == object_type)
+    if object_id is not None:
+        conditions.append(T.c.object_id == object_id)
+    if subject_hash is not None:
+        conditions.append(T.c.subject_hash == subject_hash)
+    if outcome is not None:
+        conditions.append(T.c.outcome == outcome)
+    if before_seq is not None:
+        conditions.append(T.c.seq < before_seq)
+    query = select(T).where(and_(*conditions)).order_by(T.c.seq.desc()).limit(limit)
+    return [dict(r._mapping) for r in (await db.execute(query)).all()]
+
+
+async def org_ids(db: AsyncSession) -> list[str]:
+    return [r[0] for r in (await db.execute(select(T.c.org_id).distinct().order_by(T.c.org_id))).all()]
+
+
+async def stream_chain(db: AsyncSession, org_id: str) -> AsyncIterator[list[Any]]:
+    """The organisation's events in chain order, in batches (never the whole trail in memory)."""
+    last = 0
+    while True:
+        rows = [dict(r._mapping) for r in (await db.execute(
+            select(T).where(T.c.org_id == org_id, T.c.seq > last).order_by(T.c.seq).limit(5000)
+        )).all()]
+        if not rows:
+            return
+        yield rows
+        last = rows[-1]["seq"]
+
+
+async def count(db: AsyncSession, org_id: str) -> int:
+    return int((await db.execute(select(func.count()).where(T.c.org_id == org_id))).scalar_one())

@@ -1,0 +1,38 @@
+"""SQL of knowledge indexes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.access.scope import Scope
+from backend.db.models import KnowledgeIndex, table_of
+
+T = table_of(KnowledgeIndex)
+
+
+async def insert_index(db: AsyncSession, values: dict[str, Any]) -> dict[str, Any]:
+    return dict((await db.execute(insert(T).values(**values).returning(T))).one()._mapping)
+
+
+async def name_taken(db: AsyncSession, org_id: str, name: str) -> bool:
+    return (await db.execute(select(T.c.id).where(T.c.org_id == org_id, T.c.name == name))).first() is not None
+
+
+async def get(db: AsyncSession, scope: Scope, index_id: str) -> dict[str, Any] | None:
+    query = select(T).where(T.c.org_id == scope.org_id, T.c.id == index_id, scope.index_clause(T.c.id))
+    row = (await db.execute(query)).first()
+    return dict(row._mapping) if row else None
+
+
+async def list_page(db: AsyncSession, scope: Scope, after_id: str | None, limit: int) -> list[dict[str, Any]]:
+    query = select(T).where(T.c.org_id == scope.org_id, scope.index_clause(T.c.id))
+    if after_id:
+        query = query.where(T.c.id > after_id)
+    return [dict(r._mapping) for r in (await db.execute(query.order_by(T.c.id).limit(limit))).all()]
+
+
+async def delete_index(db: AsyncSession, org_id: str, index_id: str) -> None:
+    await db.execute(delete(T).where(T.c.org_id == org_id, T.c.id == index_id))

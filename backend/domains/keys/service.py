@@ -1,0 +1,197 @@
+"""Keys, capabilities, the key's own document and subject tokens (PLT-4 … PLT-7, PLT-9)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.access import credentials
+from backend.access.policy import default_policy, parse_policy
+from backend.access.principal import ALL_CAPABILITIES, Principal
+from backend.domains.audit import service as audit
+from backend.domains.audit.service import Actor
+from backend.domains.keys import repository as repo
+from backend.errors import BadRequest, Forbidden, NotFound, ValidationFailed
+from backend.ids import new_id
+from shared.schemas.platform import KeyCreate, KeyMemoryConfig, KeyPatch, SubjectTokenIn
+
+GRANTABLE = ALL_CAPABILITIES
+
+
+def key_status(row: dict[str, Any]) -> str:
+    if row["revoked_at"] is not None:
+        return "revoked"
+    if row["expires_at"] is not None and row["expires_at"] <= datetime.now(UTC):
+        return "expired"
+    return "active"
+
+
+def key_document(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"], "org_id": row["org_id"], "name": row["name"], "capabilities": row["capabilities"],
+        "memory": row["memory"], "policy": row["policy"], "privacy": row["privacy"], "expires_at": row["expires_at"],
+        "revoked_at": row["revoked_at"], "status": key_status(row), "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
+
+
+def _snapshot(row: dict[str, Any]) -> dict[str, Any]:
+    doc = key_document(row)
+    return msgspec.to_builtins({k: doc[k] for k in ("name", "capabilities", "memory", "policy", "expires_at",
+                                                    "revoked_at", "status")})
+
+
+def check_capabilities(requested: list[str], granter: Principal | None) -> list[str]:
+    caps = sorted(set(requested))
+    if "memory" in caps and "knowledge" not in caps:
+        raise ValidationFailed("The `memory` capability needs `knowledge` too.", param="capabilities",
+                               code="capability_dependency")
+    if granter is not None and not granter.is_admin:
+        if "management" in caps:
+            raise Forbidden("Only an administrator grants `management`.", param="capabilities",
+                            code="capability_not_grantable")
+        extra = [c for c in caps if c not in granter.capabilities]
+        if extra:
+            raise Forbidden(f"A key may grant only capabilities it holds itself; it lacks `{extra[0]}`.",
+                            param="capabilities", code="capability_not_grantable")
+    return caps
+
+
+def _memory_config(memory: KeyMemoryConfig | None) -> dict[str, Any]:
+    config: dict[str, Any] = msgspec.to_builtins(memory or KeyMemoryConfig())
+    return config
+
+
+async def _log(db: AsyncSession, row: dict[str, Any], action: str, actor: Actor, *, secret: str,
+               retention_days: int, detail: dict[str, Any] | None = None) -> None:
+    await repo.append_key_audit(db, {"org_id": row["org_id"], "id": new_id("evt"), "key_id": row["id"],
+                                     "action": action, "actor": {"type": actor.type, "id": actor.id},
+                                     "snapshot": _snapshot(row)}, retention_days)
+    await audit.record(db, org_id=row["org_id"], actor=actor, action=f"key.{action}", secret=secret,
+                       object_type="key", object_id=row["id"], detail=detail or {"key": _snapshot(row)})
+
+
+async def insert_new_key(db: AsyncSession, org_id: str, body: KeyCreate, actor: Actor, *, secret: str,
+                         retention_days: int, granter: Principal | None = None) -> tuple[dict[str, Any], str]:
+    caps = check_capabilities(list(body.capabilities), granter)
+    policy = body.policy if body.policy is not None else default_policy()
+    parse_policy(policy, "policy")
+    if body.expires_at is not None and body.expires_at <= datetime.now(UTC):
+        raise ValidationFailed("`expires_at` is in the past.", param="expires_at")
+    key_secret = credentials.new_key_secret()
+    row = await repo.insert_key(db, {
+        "id": new_id("key"), "org_id": org_id, "name": body.name, "secret_hash": credentials.hash_secret(key_secret),
+        "capabilities": caps, "memory": _memory_config(body.memory), "policy": policy, "privacy": body.privacy,
+        "expires_at": body.expires_at,
+    })
+    await _log(db, row, "created", actor, secret=secret, retention_days=retention_days)
+    return row, key_secret
+
+
+def _check_org(principal: Principal, org_id: str) -> None:
+    principal.require_management()
+    if principal.org_id != org_id:
+        raise NotFound("No such organisation.", param="org_id")
+
+
+async def get_key(db: AsyncSession, principal: Principal, org_id: str, key_id: str) -> dict[str, Any]:
+    _check_org(principal, org_id)
+    row = await repo.get(db, org_id, key_id)
+    if row is None:
+        raise NotFound("No such key.", param="key_id")
+    return row
+
+
+async def create_key(db: AsyncSession, principal: Principal, org_id: str, body: KeyCreate, *, secret: str,
+                     retention_days: int) -> tuple[dict[str, Any], str]:
+    _check_org(principal, org_id)
+    return await insert_new_key(db, org_id, body, principal.actor, secret=secret, retention_days=retention_days,
+                                granter=principal)
+
+
+async def list_keys(db: AsyncSession, principal: Principal, org_id: str, after: str | None,
+                    limit: int) -> list[dict[str, Any]]:
+    _check_org(principal, org_id)
+    return await repo.list_page(db, org_id, after, limit)
+
+
+async def patch_key(db: AsyncSession, principal: Principal, org_id: str, key_id: str, body: KeyPatch, *,
+                    secret: str, retention_days: int) -> dict[str, Any]:
+    before = await get_key(db, principal, org_id, key_id)
+    values: dict[str, Any] = {}
+    if body.name is not msgspec.UNSET:
+        values["name"] = body.name
+    if body.capabilities is not msgspec.UNSET:
+        values["capabilities"] = check_capabilities(list(body.capabilities), principal)
+    if body.memory is not msgspec.UNSET:
+        values["memory"] = _memory_config(body.memory)
+    if body.policy is not msgspec.UNSET:
+        parse_policy(body.policy, "policy")
+        values["policy"] = body.policy
+    if body.expires_at is not msgspec.UNSET:
+        values["expires_at"] = body.expires_at
+    if body.privacy is not msgspec.UNSET:
+        values["privacy"] = body.privacy
+    if not values:
+        return before
+    row = await repo.update_key(db, org_id, key_id, values)
+    await _log(db, row, "changed", principal.actor, secret=secret, retention_days=retention_days,
+               detail={"before": _snapshot(before), "after": _snapshot(row)})
+    return row
+
+
+async def revoke_key(db: AsyncSession, principal: Principal, org_id: str, key_id: str, *, secret: str,
+                     retention_days: int) -> dict[str, Any]:
+    before = await get_key(db, principal, org_id, key_id)
+    if before["revoked_at"] is not None:
+        return before
+    row = await repo.update_key(db, org_id, key_id, {"revoked_at": datetime.now(UTC)})
+    await _log(db, row, "revoked", principal.actor, secret=secret, retention_days=retention_days)
+    return row
+
+
+async def delete_key(db: AsyncSession, principal: Principal, org_id: str, key_id: str, *, secret: str,
+                     retention_days: int) -> None:
+    row = await get_key(db, principal, org_id, key_id)
+    await repo.delete_key(db, org_id, key_id)
+    await _log(db, row, "deleted", principal.actor, secret=secret, retention_days=retention_days)
+
+
+def own_key(principal: Principal) -> dict[str, Any]:
+    if principal.key is None:
+        raise BadRequest("`/key` describes the calling key; administrators use /tenants/{org_id}/keys.",
+                         code="key_required")
+    return principal.key
+
+
+async def put_own_policy(db: AsyncSession, principal: Principal, policy: dict[str, Any], *, secret: str,
+                         retention_days: int) -> dict[str, Any]:
+    key = own_key(principal)
+    principal.require_management()
+    parse_policy(policy, "policy")
+    row = await repo.update_key(db, key["org_id"], key["id"], {"policy": policy})
+    await _log(db, row, "changed", principal.actor, secret=secret, retention_days=retention_days,
+               detail={"before": _snapshot(key), "after": _snapshot(row)})
+    return row
+
+
+def mint_subject_token(principal: Principal, body: SubjectTokenIn, *, secret: str, max_ttl: int) -> dict[str, Any]:
+    if principal.kind != "key" or principal.key is None:
+        raise Forbidden("Only an API key mints subject tokens.", code="key_required")
+    if body.ttl_seconds > max_ttl:
+        raise ValidationFailed(f"`ttl_seconds` may be at most {max_ttl}.", param="ttl_seconds")
+    if not body.subject.id.isprintable():
+        raise ValidationFailed("A subject id is 1 to 256 printable characters.", param="subject.id")
+    token, expires_at = credentials.mint_subject_token(
+        secret, org_id=principal.org_id, key_id=principal.key["id"], subject_id=body.subject.id,
+        attributes=body.subject.attributes, ttl_seconds=body.ttl_seconds)
+    return {"token": token, "expires_at": expires_at}
+
+
+async def key_audit(db: AsyncSession, principal: Principal, org_id: str, key_id: str | None,
+                    limit: int) -> list[dict[str, Any]]:
+    _check_org(principal, org_id)
+    return await repo.key_audit(db, org_id, key_id, None, limit)

@@ -1,0 +1,166 @@
+"""Organisations, administrators, logins and `coremem bootstrap` (PLT-1 … PLT-3, PLT-11)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.access import credentials
+from backend.access.policy import parse_policy, writer_policy
+from backend.access.principal import Principal
+from backend.domains.audit import service as audit
+from backend.domains.audit.service import Actor
+from backend.domains.keys import service as keys
+from backend.domains.orgs import repository as repo
+from backend.errors import NotFound, Unauthorized, ValidationFailed
+from backend.ids import new_id
+from shared.schemas.platform import KeyCreate, OrgPatch
+
+VOCABULARY_KINDS = frozenset({"memory_record", "thread"})
+
+
+def check_timezone(name: str, param: str = "timezone") -> str:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValidationFailed(f"{name!r} is not an IANA time zone such as `Europe/Amsterdam`.", param=param) from None
+    return name
+
+
+def org_document(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"], "name": row["name"], "timezone": row["timezone"], "capabilities": row["capabilities"],
+        "improvements": row["improvements"], "memory": {"decay": row["memory_decay"]},
+        "helper_model": row["helper_model"], "policy": row["policy"], "vocabulary": row["vocabulary"],
+        "created_at": row["created_at"], "updated_at": row["updated_at"],
+    }
+
+
+async def login(db: AsyncSession, email: str, password: str, ttl_seconds: int) -> dict[str, Any]:
+    admin = await repo.admin_by_email(db, email)
+    if admin is None or not credentials.password_matches(admin["password_hash"], password):
+        raise Unauthorized("Wrong e-mail address or password.", code="bad_login")
+    token = credentials.new_admin_token()
+    expires_at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=ttl_seconds)
+    await repo.insert_token(db, credentials.hash_secret(token), admin["id"], expires_at)
+    return {"token": token, "expires_at": expires_at,
+            "admin": {"id": admin["id"], "email": admin["email"], "role": admin["role"], "org_id": admin["org_id"]}}
+
+
+async def logout(db: AsyncSession, token: str) -> None:
+    await repo.delete_token(db, credentials.hash_secret(token))
+
+
+async def visible_org(db: AsyncSession, principal: Principal, org_id: str) -> dict[str, Any]:
+    """The organisation, if the caller belongs to it; any other is 404, as if it did not exist."""
+    if principal.org_id != org_id:
+        raise NotFound("No such organisation.", param="org_id")
+    row = await repo.get(db, org_id)
+    if row is None:
+        raise NotFound("No such organisation.", param="org_id")
+    return row
+
+
+async def patch_org(db: AsyncSession, principal: Principal, org_id: str, body: OrgPatch,
+                    secret: str) -> dict[str, Any]:
+    principal.require_admin()
+    before = await visible_org(db, principal, org_id)
+    values: dict[str, Any] = {}
+    if body.name is not msgspec.UNSET:
+        values["name"] = body.name
+    if body.timezone is not msgspec.UNSET:
+        values["timezone"] = check_timezone(body.timezone)
+    if body.capabilities is not msgspec.UNSET:
+        values["capabilities"] = sorted(set(body.capabilities))
+    if body.improvements is not msgspec.UNSET:
+        values["improvements"] = msgspec.to_builtins(body.improvements)
+    if body.memory is not msgspec.UNSET:
+        values["memory_decay"] = msgspec.to_builtins(body.memory)["decay"]
+    if body.helper_model is not msgspec.UNSET:
+        values["helper_model"] = msgspec.to_builtins(body.helper_model)
+    if body.policy is not msgspec.UNSET:
+        parse_policy(body.policy, "policy", org_level=True)
+        values["policy"] = body.policy
+    if values:
+        await repo.update_org(db, org_id, values)
+        changed = {k: {"before": before[k], "after": v} for k, v in values.items() if k != "name"}
+        await audit.record(db, org_id=org_id, actor=principal.actor, action="org.updated", secret=secret,
+                           object_type="org", object_id=org_id, detail={"changed": changed})
+    row = await repo.get(db, org_id)
+    assert row is not None
+    return row
+
+
+def check_vocabulary(raw: dict[str, Any]) -> dict[str, Any]:
+    for kind, labels in raw.items():
+        if kind not in VOCABULARY_KINDS:
+            raise ValidationFailed(f"Unknown kind {kind!r}; known: memory_record, thread.", param=kind)
+        if not isinstance(labels, dict):
+            raise ValidationFailed("Map each label name to its options, such as {\"attribute\": true}.", param=kind)
+        for label, options in labels.items():
+            if not isinstance(options, dict) or set(options) - {"attribute"}:
+                raise ValidationFailed("Label options are an object with an optional boolean `attribute`.",
+                                       param=f"{kind}.{label}")
+            if "attribute" in options and not isinstance(options["attribute"], bool):
+                raise ValidationFailed("Expected a boolean.", param=f"{kind}.{label}.attribute")
+    return raw
+
+
+async def put_vocabulary(db: AsyncSession, principal: Principal, org_id: str, vocabulary: dict[str, Any],
+                         secret: str) -> dict[str, Any]:
+    principal.require_management()
+    before = await visible_org(db, principal, org_id)
+    await repo.update_org(db, org_id, {"vocabulary": check_vocabulary(vocabulary)})
+    await audit.record(db, org_id=org_id, actor=principal.actor, action="org.vocabulary_changed", secret=secret,
+                       object_type="org", object_id=org_id,
+                       detail={"before": before["vocabulary"], "after": vocabulary})
+    return vocabulary
+
+
+async def bootstrap(db: AsyncSession, *, org_name: str, admin_email: str, secret: str,
+                    key_retention_days: int, ttl_seconds: int) -> dict[str, Any]:
+    """Create (or reuse) an organisation and its administrator; print-ready credentials (PLT-3).
+
+    Running it again is safe: the organisation and administrator are reused, the administrator gets a fresh
+    password (the old one was only ever printed), and a new full-capability key is made.
+    """
+    org = await repo.get_by_name(db, org_name)
+    if org is None:
+        org_id = new_id("org")
+        await repo.insert_org(db, {"id": org_id, "name": org_name})
+    else:
+        org_id = org["id"]
+    password = credentials.new_password()
+    admin = await repo.admin_by_email(db, admin_email)
+    if admin is None:
+        admin_id = new_id("adm")
+        await repo.insert_admin(db, {"id": admin_id, "email": admin_email, "role": "admin", "org_id": org_id,
+                                     "password_hash": credentials.hash_password(password)})
+    else:
+        admin_id = admin["id"]
+        await repo.set_admin_password(db, admin_id, credentials.hash_password(password))
+    system = Actor("system", "bootstrap")
+    capabilities: list[Any] = sorted(keys.GRANTABLE)
+    body = KeyCreate(name="bootstrap", capabilities=capabilities, policy=writer_policy())
+    key_row, key_secret = await keys.insert_new_key(db, org_id, body, system, secret=secret,
+                                                    retention_days=key_retention_days)
+    session = await login(db, admin_email, password, ttl_seconds)
+    return {"org_id": org_id, "admin_email": admin_email, "admin_password": password,
+            "admin_token": session["token"], "key_id": key_row["id"], "key": key_secret}
+
+
+async def create_operator(db: AsyncSession, email: str) -> tuple[str, str]:
+    """An operator (administrator of every organisation); returns (id, password)."""
+    password = credentials.new_password()
+    existing = await repo.admin_by_email(db, email)
+    if existing:
+        await repo.set_admin_password(db, existing["id"], credentials.hash_password(password))
+        return existing["id"], password
+    admin_id = new_id("adm")
+    await repo.insert_admin(db, {"id": admin_id, "email": email, "role": "operator", "org_id": None,
+                                 "password_hash": credentials.hash_password(password)})
+    return admin_id, password

@@ -1,0 +1,107 @@
+"""Domain errors and their one mapping to the HTTP error body of PLT-14."""
+
+from __future__ import annotations
+
+from typing import Any
+
+THREADS_MISSING_MESSAGE = (
+    "This key does not hold the `threads` capability, so no response or thread was kept for it to continue "
+    "or read back. Send the whole conversation in the request, or use a key that holds `threads`."
+)
+
+
+class ApiError(Exception):
+    """An error a client caused or may see; carries the PLT-14 body."""
+
+    status = 400
+    code = "bad_request"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        reason_code: str | None = None,
+        status: int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+        self.reason_code = reason_code
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"status": self.status, "code": self.code, "message": self.message, "param": self.param}
+        if self.reason_code is not None:
+            body["reason_code"] = self.reason_code
+        return body
+
+
+class BadRequest(ApiError):
+    status = 400
+    code = "bad_request"
+
+
+class Unauthorized(ApiError):
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(ApiError):
+    status = 403
+    code = "forbidden"
+
+
+class CapabilityMissing(Forbidden):
+    code = "capability_missing"
+
+    def __init__(self, capability: str) -> None:
+        super().__init__(f"This key does not hold the `{capability}` capability.", param=None)
+        self.capability = capability
+
+
+class PolicyDenied(Forbidden):
+    """A write the policy refuses; the request's transaction is rolled back and a `denied` event is kept."""
+
+    code = "policy_denied"
+
+    def __init__(self, message: str, *, action: str, object_type: str, object_id: str | None = None,
+                 detail: dict[str, Any] | None = None, param: str | None = None) -> None:
+        super().__init__(message, param=param)
+        self.action = action
+        self.object_type = object_type
+        self.object_id = object_id
+        self.detail = detail or {}
+
+
+class NotFound(ApiError):
+    status = 404
+    code = "not_found"
+
+
+class ThreadsCapabilityMissing(NotFound):
+    code = "threads_not_kept"
+
+    def __init__(self) -> None:
+        super().__init__(THREADS_MISSING_MESSAGE)
+
+
+class Conflict(ApiError):
+    status = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+    code = "payload_too_large"
+
+
+class ValidationFailed(ApiError):
+    status = 422
+    code = "validation_failed"

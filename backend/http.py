@@ -1,0 +1,178 @@
+"""Request plumbing shared by every controller: the transaction, the caller, paging and error mapping."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import uuid
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from litestar import Request, Response
+from litestar.datastructures import State
+from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.access import principal as principal_mod
+from backend.access.principal import Principal
+from backend.access.subjects import SUBJECT_HEADER
+from backend.config import Settings
+from backend.domains.audit import service as audit
+from backend.errors import ApiError, BadRequest, PolicyDenied
+
+log = logging.getLogger("coremem")
+MAX_PAGE = 200
+
+
+def settings_of(state: State) -> Settings:
+    settings: Settings = state.settings
+    return settings
+
+
+async def provide_db(state: State) -> AsyncGenerator[AsyncSession, None]:
+    """One request, one transaction (house rule 3). A policy refusal still keeps its `denied` audit event."""
+    session: AsyncSession = state.sessionmaker()
+    try:
+        async with session.begin():
+            yield session
+    except PolicyDenied as denied:
+        await _keep_denied_event(state, denied)
+        raise
+    finally:
+        await session.close()
+
+
+async def _keep_denied_event(state: State, denied: PolicyDenied) -> None:
+    principal: Principal | None = getattr(denied, "principal", None)
+    if principal is None:
+        return
+    async with state.sessionmaker() as session, session.begin():
+        await audit.record(
+            session, org_id=principal.org_id, actor=principal.actor, action=denied.action, secret=state.settings.secret,
+            subject_id=principal.subject.id if principal.subject else None, object_type=denied.object_type,
+            object_id=denied.object_id, outcome="denied", detail=denied.detail,
+        )
+
+
+async def provide_principal(request: Request, db: AsyncSession, state: State) -> Principal:
+    return await principal_mod.resolve(
+        db, secret=state.settings.secret, authorization=request.headers.get("authorization"),
+        subject_header=request.headers.get(SUBJECT_HEADER), org_header=request.headers.get(principal_mod.ORG_HEADER),
+        path_org_id=request.path_params.get("org_id"),
+    )
+
+
+def deny(principal: Principal, message: str, *, action: str, object_type: str, object_id: str | None = None,
+         detail: dict[str, Any] | None = None) -> PolicyDenied:
+    """A 403 for a write the policy refuses; `provide_db` records it as a `denied` event."""
+    error = PolicyDenied(message, action=action, object_type=object_type, object_id=object_id, detail=detail)
+    error.principal = principal  # type: ignore[attr-defined]
+    return error
+
+
+# ---------------------------------------------------------------- cursors and limits
+
+def encode_cursor(value: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> Any:
+    if not cursor:
+        return None
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        return json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, TypeError):
+        raise BadRequest("This cursor is not one the API handed out.", param="cursor", code="invalid_cursor") from None
+
+
+def page_limit(limit: int | None, default: int = 50) -> int:
+    """A page size in [1, MAX_PAGE]; larger requests are capped, not obeyed."""
+    if limit is None:
+        return default
+    if limit < 1:
+        raise BadRequest("`limit` must be at least 1.", param="limit", code="invalid_limit")
+    return min(limit, MAX_PAGE)
+
+
+# ---------------------------------------------------------------- errors (PLT-14)
+
+_AT_PATH = re.compile(r"- at `\$(?P<path>[^`]*)`")
+_UNKNOWN_FIELD = re.compile(r"unknown field `(?P<name>[^`]+)`")
+_MISSING_FIELD = re.compile(r"missing required field `(?P<name>[^`]+)`")
+
+
+def _json_path_to_param(path: str) -> str | None:
+    path = path.lstrip(".")
+    return path or None
+
+
+def _validation_param(message: str, key: str | None) -> str | None:
+    match = _AT_PATH.search(message)
+    base = _json_path_to_param(match.group("path")) if match else None
+    for pattern in (_UNKNOWN_FIELD, _MISSING_FIELD):
+        found = pattern.search(message)
+        if found:
+            return f"{base}.{found.group('name')}" if base else found.group("name")
+    if base:
+        return base
+    return key
+
+
+def error_response(status: int, code: str, message: str, param: str | None = None, *,
+                   reason_code: str | None = None, error_id: str | None = None,
+                   headers: dict[str, str] | None = None) -> Response[Any]:
+    body: dict[str, Any] = {"status": status, "code": code, "message": message, "param": param}
+    if reason_code is not None:
+        body["reason_code"] = reason_code
+    if error_id is not None:
+        body["error_id"] = error_id
+    return Response(body, status_code=status, headers=headers)
+
+
+def handle_api_error(_: Request, exc: ApiError) -> Response[Any]:
+    return error_response(exc.status, exc.code, exc.message, exc.param, reason_code=exc.reason_code,
+                          headers=exc.headers)
+
+
+def handle_validation(_: Request, exc: ValidationException) -> Response[Any]:
+    extra = exc.extra if isinstance(exc.extra, list) else []
+    first = extra[0] if extra and isinstance(extra[0], dict) else {}
+    message = str(first.get("message") or exc.detail)
+    source = first.get("source")
+    if "malformed" in message.lower() or "invalid json" in message.lower() or "truncated" in message.lower():
+        return error_response(400, "malformed_body", f"The request body is not valid JSON: {message}", None)
+    param = _validation_param(message, first.get("key"))
+    if source in ("query", "path", "header", "cookie") and first.get("key"):
+        param = str(first["key"])
+    clean = _AT_PATH.sub("", message).strip()
+    return error_response(422, "validation_failed", clean or "The request is not valid.", param)
+
+
+_STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+                 405: "method_not_allowed", 409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type",
+                 422: "validation_failed", 429: "rate_limited"}
+
+
+def handle_http(_: Request, exc: HTTPException) -> Response[Any]:
+    status = exc.status_code
+    if status >= 500:
+        return handle_internal(_, exc)
+    if status == 413:
+        return error_response(413, "payload_too_large", "The request body is larger than this server accepts "
+                              "(CORE_MAX_BODY_BYTES).", None)
+    if isinstance(exc, NotAuthorizedException):
+        status = 401
+    message = exc.detail if isinstance(exc.detail, str) and exc.detail else "The request was refused."
+    if status == 404 and message == "Not Found":
+        message = "There is no such route."
+    return error_response(status, _STATUS_CODES.get(status, "error"), message, None)
+
+
+def handle_internal(_: Request, exc: Exception) -> Response[Any]:
+    error_id = uuid.uuid4().hex
+    log.error("unexpected error %s", error_id, exc_info=exc)
+    return error_response(500, "internal_error", f"Something went wrong on our side; quote error id {error_id}.",
+                          None, error_id=error_id)

@@ -1,0 +1,133 @@
+"""Test infrastructure: a real PostgreSQL with pgvector, a migrated template, a fresh database per test."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from litestar.testing import TestClient
+
+from backend.app import create_app
+from backend.config import Settings
+from backend.db import migrate
+from tests.helpers import Org, bootstrap_org
+
+TEMPLATE = "coremem_template"
+_counter = itertools.count()
+
+
+class Postgres:
+    """One server for the whole session; `admin_url` reaches its maintenance database."""
+
+    def __init__(self, admin_url: str, url_for: Any) -> None:
+        self.admin_url = admin_url
+        self.url_for = url_for
+
+    def execute(self, sql: str) -> None:
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(sql)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
+    given = os.environ.get("CORE_TEST_DATABASE_URL")
+    if given:
+        from sqlalchemy.engine import make_url
+
+        base = make_url(given)
+        admin = base.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
+        yield Postgres(admin, lambda name: base.set(database=name).render_as_string(hide_password=False))
+        return
+    from backend.db.embedded import socket_url, start_server
+
+    pgdata = tmp_path_factory.mktemp("pg")
+    server = start_server(pgdata, cleanup_mode="stop")
+    admin = f"postgresql://postgres@/postgres?host={pgdata.resolve()}"
+    yield Postgres(admin, lambda name: socket_url(pgdata, name))
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def template(postgres: Postgres) -> str:
+    postgres.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
+    postgres.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    migrate.upgrade(postgres.url_for(TEMPLATE))
+    return TEMPLATE
+
+
+@pytest.fixture
+def database_url(postgres: Postgres, template: str) -> Iterator[str]:
+    """A fresh database cloned from the migrated template, dropped afterwards."""
+    name = f"t{os.getpid()}_{next(_counter)}"
+    postgres.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    yield postgres.url_for(name)
+    postgres.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """A direct connection for checking what the API wrote (autocommit, plain SQL)."""
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str) -> Settings:
+    return Settings(database_url=database_url, data_dir=tmp_path / "data", secret="test-secret-" + "x" * 20)
+
+
+@pytest.fixture
+def client(settings: Settings, database_url: str) -> Iterator[TestClient[Any]]:
+    with TestClient(create_app(settings, database_url)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def org(client: TestClient[Any], settings: Settings, database_url: str) -> Org:
+    return bootstrap_org(client, settings, database_url, "Acme", "admin@acme.test")
+
+
+@pytest.fixture
+def other_org(client: TestClient[Any], settings: Settings, database_url: str) -> Org:
+    return bootstrap_org(client, settings, database_url, "Globex", "admin@globex.test")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def live_api(settings: Settings, database_url: str) -> Iterator[str]:
+    """The API under uvicorn on a free loopback port, for end-to-end tests over real HTTP."""
+    import httpx
+    import uvicorn
+
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, database_url), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    yield base
+    server.should_exit = True
+    thread.join(timeout=10)

@@ -1,0 +1,104 @@
+"""Helpers every test module reuses: organisations, keys with chosen capabilities and policy, subjects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from backend.config import Settings
+from backend.db.engine import make_engine, make_sessionmaker
+from backend.errors import THREADS_MISSING_MESSAGE
+
+ALL_CAPS = ["knowledge", "memory", "threads", "tooling", "compaction", "management", "trust_envelope"]
+
+
+@dataclass
+class Org:
+    org_id: str
+    admin_email: str
+    admin_password: str
+    admin_token: str
+    key_id: str
+    key: str
+    client: Any
+
+    @property
+    def admin(self) -> dict[str, str]:
+        return bearer(self.admin_token)
+
+    @property
+    def full(self) -> dict[str, str]:
+        return bearer(self.key)
+
+    def make_key(self, capabilities: list[str] | None = None, policy: dict[str, Any] | None = None,
+                 **extra: Any) -> dict[str, Any]:
+        """Create a key as the administrator; returns the created document including `secret`."""
+        body: dict[str, Any] = {"name": extra.pop("name", "test key"),
+                                "capabilities": ALL_CAPS if capabilities is None else capabilities, **extra}
+        if policy is not None:
+            body["policy"] = policy
+        response = self.client.post(f"/tenants/{self.org_id}/keys", json=body, headers=self.admin)
+        assert response.status_code == 201, response.text
+        return dict(response.json())
+
+    def subject_token(self, key_secret: str, subject_id: str, attributes: dict[str, list[str]] | None = None,
+                      ttl_seconds: int = 600) -> str:
+        response = self.client.post("/subject-tokens", headers=bearer(key_secret),
+                                    json={"subject": {"id": subject_id, "attributes": attributes or {}},
+                                          "ttl_seconds": ttl_seconds})
+        assert response.status_code == 201, response.text
+        return str(response.json()["token"])
+
+
+def bearer(credential: str, subject: str | None = None, attributes: dict[str, list[str]] | None = None
+           ) -> dict[str, str]:
+    headers = {"Authorization": f"Bearer {credential}"}
+    if subject is not None:
+        headers.update(as_subject(subject, attributes))
+    return headers
+
+
+def as_subject(subject_id: str, attributes: dict[str, list[str]] | None = None) -> dict[str, str]:
+    value: dict[str, Any] = {"id": subject_id}
+    if attributes:
+        value["attributes"] = attributes
+    return {"X-Core-Subject": json.dumps(value)}
+
+
+def bootstrap_org(client: Any, settings: Settings, database_url: str, name: str, admin_email: str) -> Org:
+    """What `coremem bootstrap` does, in-process, against the test database."""
+    from backend.domains.orgs import service
+
+    async def go() -> dict[str, Any]:
+        engine = make_engine(database_url, pool_size=1)
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                return await service.bootstrap(session, org_name=name, admin_email=admin_email,
+                                               secret=settings.secret, key_retention_days=400, ttl_seconds=3600)
+        finally:
+            await engine.dispose()
+
+    result = asyncio.run(go())
+    return Org(client=client, **result)
+
+
+def assert_error(response: Any, status: int, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+    """The PLT-14 error body: status, code, message, param."""
+    assert response.status_code == status, response.text
+    body = dict(response.json())
+    assert body["status"] == status
+    assert isinstance(body["message"], str) and body["message"]
+    assert "param" in body
+    if code is not None:
+        assert body["code"] == code, body
+    if param is not None:
+        assert body["param"] == param, body
+    return body
+
+
+def assert_threads_missing(response: Any) -> None:
+    """PLT-6: a key without `threads` gets 404 with this exact message on every stored-conversation route."""
+    body = assert_error(response, 404)
+    assert body["message"] == THREADS_MISSING_MESSAGE
