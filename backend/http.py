@@ -176,3 +176,14 @@ def handle_internal(_: Request, exc: Exception) -> Response[Any]:
     log.error("unexpected error %s", error_id, exc_info=exc)
     return error_response(500, "internal_error", f"Something went wrong on our side; quote error id {error_id}.",
                           None, error_id=error_id)
+
+
+def parse_pairs(values: list[str] | None, param: str) -> list[tuple[str, str]]:
+    """Repeatable `k:v` query filters (`metadata=k:v`, `label=k:v`); the value may itself contain colons."""
+    pairs: list[tuple[str, str]] = []
+    for raw in values or []:
+        name, sep, value = raw.partition(":")
+        if not sep or not name:
+            raise BadRequest(f"`{param}` takes `name:value`, got {raw!r}.", param=param, code="invalid_filter")
+        pairs.append((name, value))
+    return pairs
