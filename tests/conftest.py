@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import socket
 import threading
@@ -21,6 +22,7 @@ from backend.db import migrate
 from tests.helpers import Org, bootstrap_org
 
 TEMPLATE = "coremem_template"
+logging.getLogger("pgserver").setLevel(logging.WARNING)
 _counter = itertools.count()
 
 
@@ -51,7 +53,12 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
     pgdata = tmp_path_factory.mktemp("pg")
     server = start_server(pgdata, cleanup_mode="stop")
     admin = f"postgresql://postgres@/postgres?host={pgdata.resolve()}"
-    yield Postgres(admin, lambda name: socket_url(pgdata, name))
+    pg = Postgres(admin, lambda name: socket_url(pgdata, name))
+    # A throwaway server: durability buys nothing here, and skipping fsync makes each database clone cheap.
+    for setting in ("fsync = off", "synchronous_commit = off", "full_page_writes = off"):
+        pg.execute(f"ALTER SYSTEM SET {setting}")
+    pg.execute("SELECT pg_reload_conf()")
+    yield pg
     server.cleanup()
 
 

@@ -56,7 +56,7 @@ class Principal:
 
 
 def _bearer(authorization: str | None) -> str:
-    if not authorization:
+    if not authorization or authorization.strip().lower() == "bearer":
         raise Unauthorized("Send `Authorization: Bearer <key, administrator token or subject token>`.",
                            code="missing_credential")
     scheme, _, token = authorization.partition(" ")
