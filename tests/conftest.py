@@ -5,7 +5,9 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -39,7 +41,7 @@ class Postgres:
 
 
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
+def postgres() -> Iterator[Postgres]:
     given = os.environ.get("CORE_TEST_DATABASE_URL")
     if given:
         from sqlalchemy.engine import make_url
@@ -50,7 +52,9 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
         return
     from backend.db.embedded import socket_url, start_server
 
-    pgdata = tmp_path_factory.mktemp("pg")
+    # Not under pytest's basetemp: pytest prunes old session folders, which would pull the data directory
+    # from under a long run whenever other pytest sessions start on the same machine.
+    pgdata = Path(tempfile.mkdtemp(prefix="coremem-test-pg-"))
     server = start_server(pgdata, cleanup_mode="stop")
     admin = f"postgresql://postgres@/postgres?host={pgdata.resolve()}"
     pg = Postgres(admin, lambda name: socket_url(pgdata, name))
@@ -60,6 +64,7 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
     pg.execute("SELECT pg_reload_conf()")
     yield pg
     server.cleanup()
+    shutil.rmtree(pgdata, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
