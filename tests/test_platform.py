@@ -124,3 +124,29 @@ def test_plt_3_coremem_bootstrap_prints_the_json_and_is_idempotent(database_url,
     assert db.execute("SELECT count(*) FROM admins WHERE email = 'boss@initech.test'").fetchone()[0] == 1
     rules = db.execute("SELECT policy FROM api_keys WHERE id = %s", (out["key_id"],)).fetchone()[0]["rules"]
     assert any(r["kind"] == "memory_write" and r["effect"] == "permit" for r in rules)
+
+
+def test_plt_2_an_operator_names_the_organisation(org, other_org, client, database_url):
+    import asyncio
+
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.domains.orgs.service import create_operator
+
+    async def make() -> str:
+        engine = make_engine(database_url, pool_size=1)
+        async with make_sessionmaker(engine)() as session, session.begin():
+            _, password = await create_operator(session, "ops@example.test")
+        await engine.dispose()
+        return password
+
+    password = asyncio.run(make())
+    token = client.post("/admin/login", json={"email": "ops@example.test", "password": password}).json()["token"]
+    headers = bearer(token)
+    names = {o["name"] for o in client.get("/tenants", headers=headers).json()["data"]}
+    assert names == {"Acme", "Globex"}
+    assert_error(client.get("/indexes", headers=headers), 400, "org_required", "X-Core-Org")
+    assert_error(client.get("/indexes", headers={**headers, "X-Core-Org": "org_nope"}), 404)
+    client.post("/indexes", headers=other_org.full, json={"name": "globex-only"})
+    seen = client.get("/indexes", headers={**headers, "X-Core-Org": other_org.org_id}).json()["data"]
+    assert [i["name"] for i in seen] == ["globex-only"]
+    assert client.get(f"/tenants/{org.org_id}/keys", headers=headers).status_code == 200
