@@ -38,6 +38,7 @@ class Settings:
     key_audit_retention_days: int = 400
     threads_group_reach_by_rule: bool = False
     working_state_max_bytes: int = 16 * 1024
+    injection_max_budget_tokens: int = 8000
     log_level: str = "INFO"
 
     def with_overrides(self, **changes: object) -> Settings:
@@ -58,6 +59,7 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         key_audit_retention_days=int(env.get("CORE_KEY_AUDIT_RETENTION_DAYS", "400")),
         threads_group_reach_by_rule=_bool(env.get("CORE_THREADS_GROUP_REACH_BY_RULE")),
         working_state_max_bytes=int(env.get("CORE_WORKING_STATE_MAX_BYTES", str(16 * 1024))),
+        injection_max_budget_tokens=int(env.get("CORE_INJECTION_MAX_BUDGET_TOKENS", "8000")),
         log_level=env.get("CORE_LOG_LEVEL", "INFO"),
     )
 
