@@ -35,10 +35,22 @@ class HalfLife(Model):
     half_life_days: Annotated[float, msgspec.Meta(gt=0)]
 
 
+class InjectionBlock(Model):
+    """What a key (or an agent) injects into a turn (INJ-1)."""
+
+    index_id: Annotated[str, msgspec.Meta(pattern="^idx_")]
+    enabled: bool = True
+    types: list[Annotated[str, msgspec.Meta(pattern="^[a-z][a-z0-9_]{0,31}$")]] = []
+    metadata: dict[str, str | int | float | bool] = {}
+    min_confidence: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=0, le=200)] = 20
+    budget_tokens: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 1500
+
+
 class KeyMemoryConfig(Model):
     retrieval_tool: bool = True
     write_tool: bool = False
-    injection: JSONObject | None = None
+    injection: InjectionBlock | None = None
     decay: dict[str, HalfLife] = {}
 
 

@@ -36,3 +36,7 @@ async def list_page(db: AsyncSession, scope: Scope, after_id: str | None, limit:
 
 async def delete_index(db: AsyncSession, org_id: str, index_id: str) -> None:
     await db.execute(delete(T).where(T.c.org_id == org_id, T.c.id == index_id))
+
+
+async def exists(db: AsyncSession, org_id: str, index_id: str) -> bool:
+    return (await db.execute(select(T.c.id).where(T.c.org_id == org_id, T.c.id == index_id))).first() is not None

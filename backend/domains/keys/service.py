@@ -13,6 +13,7 @@ from backend.access.policy import default_policy, parse_policy
 from backend.access.principal import ALL_CAPABILITIES, Principal
 from backend.domains.audit import service as audit
 from backend.domains.audit.service import Actor
+from backend.domains.indexes import repository as indexes_repo
 from backend.domains.keys import repository as repo
 from backend.errors import BadRequest, Forbidden, NotFound, ValidationFailed
 from backend.ids import new_id
@@ -60,6 +61,13 @@ def check_capabilities(requested: list[str], granter: Principal | None) -> list[
     return caps
 
 
+async def _check_injection_index(db: AsyncSession, org_id: str, memory: KeyMemoryConfig | None) -> None:
+    if memory is not None and memory.injection is not None and not await indexes_repo.exists(
+            db, org_id, memory.injection.index_id):
+        raise ValidationFailed(f"{memory.injection.index_id!r} is not an index of this organisation.",
+                               param="memory.injection.index_id", code="index_not_found")
+
+
 def _memory_config(memory: KeyMemoryConfig | None) -> dict[str, Any]:
     config: dict[str, Any] = msgspec.to_builtins(memory or KeyMemoryConfig())
     return config
@@ -79,6 +87,7 @@ async def insert_new_key(db: AsyncSession, org_id: str, body: KeyCreate, actor: 
     caps = check_capabilities(list(body.capabilities), granter)
     policy = body.policy if body.policy is not None else default_policy()
     parse_policy(policy, "policy")
+    await _check_injection_index(db, org_id, body.memory)
     if body.expires_at is not None and body.expires_at <= datetime.now(UTC):
         raise ValidationFailed("`expires_at` is in the past.", param="expires_at")
     key_secret = credentials.new_key_secret()
@@ -127,6 +136,7 @@ async def patch_key(db: AsyncSession, principal: Principal, org_id: str, key_id:
     if body.capabilities is not msgspec.UNSET:
         values["capabilities"] = check_capabilities(list(body.capabilities), principal)
     if body.memory is not msgspec.UNSET:
+        await _check_injection_index(db, org_id, body.memory)
         values["memory"] = _memory_config(body.memory)
     if body.policy is not msgspec.UNSET:
         parse_policy(body.policy, "policy")

@@ -1,0 +1,56 @@
+"""Which injection block applies to a turn (INJ-1, INJ-2), and checking blocks where they are saved."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.access.principal import Principal
+from backend.access.scope import Scope
+from backend.domains.indexes import repository as indexes_repo
+from backend.errors import ValidationFailed
+from shared.schemas.platform import InjectionBlock
+
+
+@dataclass(frozen=True)
+class ChosenBlock:
+    block: InjectionBlock | None
+    reason: str | None  # why nothing is injected, when nothing is
+
+
+def parse_block(raw: Any, param: str) -> InjectionBlock:
+    try:
+        return msgspec.convert(raw, InjectionBlock)
+    except msgspec.ValidationError as error:
+        message = str(error)
+        path = message.split("at `$", 1)[1].rstrip("`") if "at `$" in message else ""
+        raise ValidationFailed(message.split(" - at ")[0], param=param + path) from None
+
+
+async def check_saved_block(db: AsyncSession, scope: Scope, raw: Any, param: str) -> InjectionBlock:
+    """An agent's (or key's) block must name an index of the organisation that the saving key's policy names."""
+    block = parse_block(raw, param)
+    if await indexes_repo.get(db, scope, block.index_id) is None:
+        raise ValidationFailed(f"{block.index_id!r} is not an index of this organisation that this key's policy "
+                               "names.", param=f"{param}.index_id", code="index_not_reachable")
+    return block
+
+
+def choose_block(principal: Principal, scope: Scope, agent_block: Any | None = None) -> ChosenBlock:
+    """The agent's block replaces the key's whole; the key still needs `memory` and its policy the store."""
+    if "memory" not in principal.capabilities:
+        return ChosenBlock(None, "capability_missing")
+    raw = agent_block
+    if raw is None and principal.key is not None:
+        raw = (principal.key.get("memory") or {}).get("injection")
+    if raw is None:
+        return ChosenBlock(None, "no_injection_block")
+    block = parse_block(raw, "memory_injection")
+    if not block.enabled:
+        return ChosenBlock(block, "disabled")
+    if not scope.reaches_index(block.index_id):
+        return ChosenBlock(block, "index_not_named")
+    return ChosenBlock(block, None)
