@@ -72,8 +72,12 @@ class PolicyDenied(Forbidden):
     code = "policy_denied"
 
     def __init__(self, message: str, *, action: str, object_type: str, object_id: str | None = None,
-                 detail: dict[str, Any] | None = None, param: str | None = None) -> None:
+                 detail: dict[str, Any] | None = None, param: str | None = None, org_id: str | None = None,
+                 actor: Any = None, subject_id: str | None = None) -> None:
         super().__init__(message, param=param)
+        self.org_id = org_id
+        self.actor = actor
+        self.subject_id = subject_id
         self.action = action
         self.object_type = object_type
         self.object_id = object_id

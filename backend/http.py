@@ -46,13 +46,12 @@ async def provide_db(state: State) -> AsyncGenerator[AsyncSession, None]:
 
 
 async def _keep_denied_event(state: State, denied: PolicyDenied) -> None:
-    principal: Principal | None = getattr(denied, "principal", None)
-    if principal is None:
+    if denied.org_id is None or denied.actor is None:
         return
     async with state.sessionmaker() as session, session.begin():
         await audit.record(
-            session, org_id=principal.org_id, actor=principal.actor, action=denied.action, secret=state.settings.secret,
-            subject_id=principal.subject.id if principal.subject else None, object_type=denied.object_type,
+            session, org_id=denied.org_id, actor=denied.actor, action=denied.action, secret=state.settings.secret,
+            subject_id=denied.subject_id, object_type=denied.object_type,
             object_id=denied.object_id, outcome="denied", detail=denied.detail,
         )
 
@@ -68,9 +67,9 @@ async def provide_principal(request: Request, db: AsyncSession, state: State) ->
 def deny(principal: Principal, message: str, *, action: str, object_type: str, object_id: str | None = None,
          detail: dict[str, Any] | None = None) -> PolicyDenied:
     """A 403 for a write the policy refuses; `provide_db` records it as a `denied` event."""
-    error = PolicyDenied(message, action=action, object_type=object_type, object_id=object_id, detail=detail)
-    error.principal = principal  # type: ignore[attr-defined]
-    return error
+    return PolicyDenied(message, action=action, object_type=object_type, object_id=object_id, detail=detail,
+                        org_id=principal.org_id, actor=principal.actor,
+                        subject_id=principal.subject.id if principal.subject else None)
 
 
 # ---------------------------------------------------------------- cursors and limits
