@@ -65,17 +65,17 @@ def events_table(frame: pl.DataFrame, *, key: str, selectable: bool = False) -> 
     return frame.row(rows[0], named=True) if rows and rows[0] < frame.height else None
 
 
-def events_per_day_chart(per_day: pl.DataFrame) -> None:
-    """Stacked bars: events per local day, coloured by action."""
+def events_per_day_chart(per_day: pl.DataFrame, days: list[str]) -> None:
+    """Stacked bars: events per local day (every day of `days` on the axis, quiet ones empty), coloured by action."""
     chart = (
         alt.Chart(per_day)
         .mark_bar()
         .encode(
-            x=alt.X("yearmonthdate(day):T", title="day"),
+            x=alt.X("day:O", title=None, scale=alt.Scale(domain=days),
+                    axis=alt.Axis(labelAngle=-45, labelExpr="slice(datum.label, 5)")),
             y=alt.Y("sum(events):Q", title="events", stack="zero"),
             color=alt.Color("action:N", title="action"),
-            tooltip=[alt.Tooltip("yearmonthdate(day):T", title="day"), "action:N",
-                     alt.Tooltip("sum(events):Q", title="events")],
+            tooltip=["day:O", "action:N", alt.Tooltip("sum(events):Q", title="events")],
         )
         .properties(height=260)
     )

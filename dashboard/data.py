@@ -10,18 +10,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 import streamlit as st
 
-from shared.client import ApiError, AuditFilter, CoreClient
+from shared.client import API_URL_ENV, DEFAULT_API_URL, ApiError, AuditFilter, CoreClient
 from shared.schemas.platform import AdminOut, AuditEventOut, ChainStatus
 
-API_URL_ENV = "CORE_API_URL"
-DEFAULT_API_URL = "http://127.0.0.1:8000"
 CACHE_SECONDS = 30
 KEY_STATUSES = ("active", "revoked", "expired")
 # Actions the platform writes today; the filter accepts any other name typed in (memory, threads, ...).
@@ -190,15 +188,22 @@ def audit_page(client: CoreClient, filters: AuditFilter, cursor: str | None, lim
 
 
 @_cached
-def recent_events(client: CoreClient, days: int, max_events: int, tz: str) -> pl.DataFrame:
-    since = datetime.now(UTC) - timedelta(days=days)
+def recent_events(client: CoreClient, first_day: str, max_events: int, tz: str) -> pl.DataFrame:
+    """The newest events (at most `max_events`) since the start of `first_day` in the organisation's zone."""
+    since, _ = period(date.fromisoformat(first_day), None, tz)
     return events_frame(client.audit_events(AuditFilter(start=since), max_events=max_events), tz)
 
 
 def events_per_day(frame: pl.DataFrame) -> pl.DataFrame:
-    """Event counts per local calendar day and action, for the stacked chart."""
-    return (frame.with_columns(pl.col("at").dt.date().alias("day"))
+    """Event counts per local calendar day (`YYYY-MM-DD`) and action, for the stacked chart."""
+    return (frame.with_columns(pl.col("at").dt.strftime("%Y-%m-%d").alias("day"))
             .group_by("day", "action").len(name="events").sort("day", "action"))
+
+
+def last_days(days: int, tz: str) -> list[str]:
+    """The last `days` calendar days in the organisation's time zone, oldest first, as `YYYY-MM-DD`."""
+    today = datetime.now(ZoneInfo(tz)).date()
+    return [(today - timedelta(days=n)).isoformat() for n in range(days - 1, -1, -1)]
 
 
 @_cached

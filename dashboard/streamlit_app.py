@@ -83,7 +83,7 @@ def org_picker() -> None:
 def sidebar() -> None:
     admin = data.admin()
     with st.sidebar:
-        st.markdown(f"**{admin.email}**")
+        st.text(admin.email)
         st.caption("operator (every organisation)" if admin.role == "operator" else "administrator")
         if admin.role == "operator":
             org_picker()

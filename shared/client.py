@@ -37,6 +37,8 @@ from shared.schemas.platform import (
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 ORG_HEADER = "X-Core-Org"
+API_URL_ENV = "CORE_API_URL"  # where the dashboard (and scripts) find the API
+DEFAULT_API_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 15.0
 ActorType = Literal["key", "admin", "subject", "system"]
 Outcome = Literal["allowed", "denied"]
@@ -274,4 +276,4 @@ def chain_summary(status: ChainStatus) -> str:
     return f"Hash chain BROKEN at seq {status.broken_at_seq}: {status.problem or 'unknown problem'}."
 
 
-__all__ = ["ApiError", "AuditFilter", "CoreClient", "chain_summary"]
+__all__ = ["API_URL_ENV", "DEFAULT_API_URL", "ApiError", "AuditFilter", "CoreClient", "chain_summary"]

@@ -37,11 +37,12 @@ else:
 
 st.subheader("Latest audit events")
 st.caption(f"Times in {tz}, the organisation's time zone. Reading the trail is itself recorded as `audit.read`.")
-events = data.recent_events(client, RECENT_DAYS, RECENT_MAX, tz)
+days = data.last_days(RECENT_DAYS, tz)
+events = data.recent_events(client, days[0], RECENT_MAX, tz)
 if events.is_empty():
     components.empty_state(f"No audit events in the last {RECENT_DAYS} days.")
 else:
     components.events_table(events.head(LATEST_SHOWN), key="overview_events")
     st.markdown(f"**Events per day by action** — the last {RECENT_DAYS} days"
                 + (f" (newest {RECENT_MAX} events)" if events.height >= RECENT_MAX else ""))
-    components.events_per_day_chart(data.events_per_day(events))
+    components.events_per_day_chart(data.events_per_day(events), days)
