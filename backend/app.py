@@ -10,9 +10,10 @@ from litestar import Litestar, get
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
-from litestar.openapi import OpenAPIConfig
+from litestar.openapi import OpenAPIConfig, ResponseSpec
 from sqlalchemy import text
 
+from backend import openapi
 from backend.config import Settings, get_settings
 from backend.db import migrate
 from backend.db.engine import make_engine, make_sessionmaker
@@ -29,6 +30,7 @@ from backend.http import (
     provide_db,
     provide_principal,
 )
+from shared.schemas.common import ErrorBody
 from shared.schemas.platform import Health, Ready
 
 
@@ -38,7 +40,7 @@ async def health() -> Health:
 
 
 @get("/ready", tags=["operations"], summary="The database answers and migrations are current",
-     responses={503: None})  # type: ignore[dict-item]
+     responses={503: ResponseSpec(data_container=ErrorBody, description="Database down or migrations behind")})
 async def ready(state: State) -> Ready:
     head = migrate.head_revision()
     revision: str | None = None
@@ -94,6 +96,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
             Exception: handle_internal,
         },
         lifespan=[lifespan],
+        on_startup=[openapi.install],
         state=State({"settings": settings}),
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="coremem", version="0.1.0", path="/schema"),

@@ -8,6 +8,7 @@ import logging
 import re
 import uuid
 from collections.abc import AsyncGenerator
+from datetime import datetime
 from typing import Any
 
 from litestar import Request, Response
@@ -20,7 +21,7 @@ from backend.access.principal import Principal
 from backend.access.subjects import SUBJECT_HEADER
 from backend.config import Settings
 from backend.domains.audit import service as audit
-from backend.errors import ApiError, BadRequest, PolicyDenied
+from backend.errors import ApiError, BadRequest, PolicyDenied, ValidationFailed
 
 log = logging.getLogger("coremem")
 MAX_PAGE = 200
@@ -110,15 +111,16 @@ def _json_path_to_param(path: str) -> str | None:
 
 
 def _validation_param(message: str, key: str | None) -> str | None:
+    """The dotted path of the offending field: Litestar gives the container's path, msgspec names the field."""
     match = _AT_PATH.search(message)
-    base = _json_path_to_param(match.group("path")) if match else None
+    base = _json_path_to_param(match.group("path")) if match else key
+    if base in ("data", ""):
+        base = None
     for pattern in (_UNKNOWN_FIELD, _MISSING_FIELD):
         found = pattern.search(message)
         if found:
             return f"{base}.{found.group('name')}" if base else found.group("name")
-    if base:
-        return base
-    return key
+    return base
 
 
 def error_response(status: int, code: str, message: str, param: str | None = None, *,
@@ -142,13 +144,18 @@ def handle_validation(_: Request, exc: ValidationException) -> Response[Any]:
     first = extra[0] if extra and isinstance(extra[0], dict) else {}
     message = str(first.get("message") or exc.detail)
     source = first.get("source")
-    if "malformed" in message.lower() or "invalid json" in message.lower() or "truncated" in message.lower():
+    if _looks_like_json_error(message):
         return error_response(400, "malformed_body", f"The request body is not valid JSON: {message}", None)
     param = _validation_param(message, first.get("key"))
     if source in ("query", "path", "header", "cookie") and first.get("key"):
         param = str(first["key"])
     clean = _AT_PATH.sub("", message).strip()
     return error_response(422, "validation_failed", clean or "The request is not valid.", param)
+
+
+def _looks_like_json_error(message: str) -> bool:
+    lowered = message.lower()
+    return any(word in lowered for word in ("malformed", "invalid json", "truncated", "trailing characters"))
 
 
 _STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
@@ -166,6 +173,8 @@ def handle_http(_: Request, exc: HTTPException) -> Response[Any]:
     if isinstance(exc, NotAuthorizedException):
         status = 401
     message = exc.detail if isinstance(exc.detail, str) and exc.detail else "The request was refused."
+    if status == 400 and _looks_like_json_error(message):
+        return error_response(400, "malformed_body", f"The request body is not valid JSON: {message}", None)
     if status == 404 and message == "Not Found":
         message = "There is no such route."
     return error_response(status, _STATUS_CODES.get(status, "error"), message, None)
@@ -176,6 +185,14 @@ def handle_internal(_: Request, exc: Exception) -> Response[Any]:
     log.error("unexpected error %s", error_id, exc_info=exc)
     return error_response(500, "internal_error", f"Something went wrong on our side; quote error id {error_id}.",
                           None, error_id=error_id)
+
+
+def require_offset(value: datetime | None, param: str) -> datetime | None:
+    """Query instants must carry their offset, like body instants (PLT-15)."""
+    if value is not None and value.tzinfo is None:
+        raise ValidationFailed("An instant needs its offset, such as `2026-01-31T09:00:00+01:00` or `...Z`.",
+                               param=param, code="instant_without_offset")
+    return value
 
 
 def parse_pairs(values: list[str] | None, param: str) -> list[tuple[str, str]]:

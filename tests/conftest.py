@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +24,7 @@ from backend.db import migrate
 from tests.helpers import Org, bootstrap_org
 
 TEMPLATE = "coremem_template"
+logging.getLogger("pgserver").setLevel(logging.WARNING)
 _counter = itertools.count()
 
 
@@ -37,7 +41,7 @@ class Postgres:
 
 
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
+def postgres() -> Iterator[Postgres]:
     given = os.environ.get("CORE_TEST_DATABASE_URL")
     if given:
         from sqlalchemy.engine import make_url
@@ -48,11 +52,19 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
         return
     from backend.db.embedded import socket_url, start_server
 
-    pgdata = tmp_path_factory.mktemp("pg")
+    # Not under pytest's basetemp: pytest prunes old session folders, which would pull the data directory
+    # from under a long run whenever other pytest sessions start on the same machine.
+    pgdata = Path(tempfile.mkdtemp(prefix="coremem-test-pg-"))
     server = start_server(pgdata, cleanup_mode="stop")
     admin = f"postgresql://postgres@/postgres?host={pgdata.resolve()}"
-    yield Postgres(admin, lambda name: socket_url(pgdata, name))
+    pg = Postgres(admin, lambda name: socket_url(pgdata, name))
+    # A throwaway server: durability buys nothing here, and skipping fsync makes each database clone cheap.
+    for setting in ("fsync = off", "synchronous_commit = off", "full_page_writes = off"):
+        pg.execute(f"ALTER SYSTEM SET {setting}")
+    pg.execute("SELECT pg_reload_conf()")
+    yield pg
     server.cleanup()
+    shutil.rmtree(pgdata, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -23,12 +23,23 @@ ORG_HEADER = "X-Core-Org"
 @dataclass(frozen=True)
 class Principal:
     kind: str  # key | admin | subject_token
-    org_id: str
+    chosen_org_id: str | None  # None only for an operator who has not named an organisation
     actor: Actor
     capabilities: frozenset[str]
     subject: Subject | None
     key: dict[str, Any] | None = None  # the api_keys row, for keys and subject tokens
     admin: dict[str, Any] | None = None
+
+    @property
+    def org_id(self) -> str:
+        if self.chosen_org_id is None:
+            raise BadRequest(f"An operator names the organisation with the {ORG_HEADER} header.",
+                             param=ORG_HEADER, code="org_required")
+        return self.chosen_org_id
+
+    @property
+    def is_operator(self) -> bool:
+        return self.admin is not None and self.admin["role"] == "operator"
 
     @property
     def is_admin(self) -> bool:
@@ -56,7 +67,7 @@ class Principal:
 
 
 def _bearer(authorization: str | None) -> str:
-    if not authorization:
+    if not authorization or authorization.strip().lower() == "bearer":
         raise Unauthorized("Send `Authorization: Bearer <key, administrator token or subject token>`.",
                            code="missing_credential")
     scheme, _, token = authorization.partition(" ")
@@ -101,10 +112,7 @@ async def resolve(db: AsyncSession, *, secret: str, authorization: str | None, s
         org_id = admin["org_id"]
         if admin["role"] == "operator":
             org_id = path_org_id or org_header
-            if not org_id:
-                raise BadRequest(f"An operator names the organisation with the {ORG_HEADER} header.",
-                                 param=ORG_HEADER, code="org_required")
-            if not await orgs_repo.exists(db, org_id):
+            if org_id and not await orgs_repo.exists(db, org_id):
                 raise NotFound("No such organisation.", param=ORG_HEADER)
         return Principal("admin", org_id, Actor("admin", admin["id"]), ALL_CAPABILITIES, header_subject,
                          admin=admin)

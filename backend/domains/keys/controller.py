@@ -56,7 +56,8 @@ class KeyController(Controller):
     async def key_audit(self, org_id: str, db: AsyncSession, principal: Principal, key_id: str | None = None,
                         limit: int | None = None) -> KeyAuditPage:
         rows = await service.key_audit(db, principal, org_id, key_id, page_limit(limit))
-        return msgspec.convert({"data": rows, "next_cursor": None}, KeyAuditPage)
+        entries = [{k: r[k] for k in ("id", "key_id", "at", "action", "actor", "snapshot")} for r in rows]
+        return msgspec.convert({"data": entries, "next_cursor": None}, KeyAuditPage)
 
     @get("/{key_id:str}", summary="One key")
     async def get_key(self, org_id: str, key_id: str, db: AsyncSession, principal: Principal) -> KeyOut:

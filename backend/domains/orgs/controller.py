@@ -45,7 +45,7 @@ class OrgController(Controller):
     @get("", summary="Organisations the caller administers")
     async def list_orgs(self, db: AsyncSession, principal: Principal) -> OrgPage:
         principal.require_management()
-        if principal.admin is not None and principal.admin["role"] == "operator":
+        if principal.is_operator:
             rows = await repo.list_all(db)
         else:
             row = await repo.get(db, principal.org_id)

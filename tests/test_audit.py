@@ -1,0 +1,130 @@
+"""PLT-12: the append-only, hash-chained audit trail."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+from backend.domains.audit.service import subject_hash
+from tests.helpers import assert_error, bearer
+
+
+def _events(db, org_id, action=None):
+    sql = "SELECT action, outcome, object_id, detail FROM audit_events WHERE org_id = %s"
+    args = [org_id]
+    if action:
+        sql += " AND action = %s"
+        args.append(action)
+    return db.execute(sql + " ORDER BY seq", args).fetchall()
+
+
+def test_plt_12_event_is_written_with_the_change_and_not_without_it(org, client, db):
+    before = len(_events(db, org.org_id))
+    created = org.make_key(["knowledge"])
+    rows = _events(db, org.org_id, "key.created")
+    assert [r[2] for r in rows][-1] == created["id"]
+    # A refused change writes neither the change nor an event.
+    bad = client.post(f"/tenants/{org.org_id}/keys", headers=org.admin,
+                      json={"name": "x", "capabilities": ["knowledge"],
+                            "policy": {"rules": [{"id": "a", "effect": "permit", "kind": "nope"}]}})
+    assert bad.status_code == 422
+    assert len(_events(db, org.org_id)) == before + 1
+    assert db.execute("SELECT count(*) FROM api_keys WHERE org_id = %s", (org.org_id,)).fetchone()[0] == 2
+
+
+def test_plt_12_update_delete_truncate_are_refused_by_the_database(org, db):
+    for sql in ("UPDATE audit_events SET action = 'x'", "DELETE FROM audit_events", "TRUNCATE audit_events"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+            db.execute(sql)
+    assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] >= 1
+
+
+def _verify(database_url, *extra):
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    env = {**os.environ, "CORE_DATABASE_URL": plain, "CORE_SECRET": "irrelevant-for-verify"}
+    return subprocess.run([sys.executable, "-m", "backend.cli", "audit", "verify", *extra], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_plt_12_tampering_is_detected_by_coremem_audit_verify(org, other_org, client, db, database_url):
+    org.make_key(["knowledge"])
+    org.make_key(["threads"])
+    good = _verify(database_url)
+    assert good.returncode == 0, good.stderr
+    assert f"{org.org_id}: intact (3 events)" in good.stdout
+    assert f"{other_org.org_id}: intact" in good.stdout
+    # Someone with superuser rights bypasses the trigger and edits a row.
+    db.execute("SET session_replication_role = replica")
+    db.execute("UPDATE audit_events SET detail = '{\"forged\": true}' WHERE org_id = %s AND seq = 2", (org.org_id,))
+    db.execute("SET session_replication_role = origin")
+    bad = _verify(database_url)
+    assert bad.returncode == 1
+    assert f"{org.org_id}: BROKEN at seq 2: row content does not match its hash" in bad.stdout
+    assert f"{other_org.org_id}: intact" in bad.stdout
+    status = client.get("/audit/verify", headers=org.admin).json()
+    assert status["intact"] is False and status["broken_at_seq"] == 2
+
+
+def test_plt_12_removed_row_breaks_the_chain(org, db, database_url):
+    org.make_key(["knowledge"])
+    org.make_key(["knowledge"])
+    db.execute("SET session_replication_role = replica")
+    db.execute("DELETE FROM audit_events WHERE org_id = %s AND seq = 2", (org.org_id,))
+    db.execute("SET session_replication_role = origin")
+    result = _verify(database_url, "--org", org.org_id)
+    assert result.returncode == 1
+    assert "BROKEN at seq 3: sequence gap" in result.stdout
+
+
+def test_plt_12_get_audit_filters_pages_and_is_itself_audited(org, client):
+    for _ in range(3):
+        org.make_key(["knowledge"])
+    page = client.get("/audit?action=key.created&limit=2", headers=org.admin).json()
+    assert [e["action"] for e in page["data"]] == ["key.created", "key.created"]
+    assert page["data"][0]["seq"] > page["data"][1]["seq"]
+    rest = client.get(f"/audit?action=key.created&limit=2&cursor={page['next_cursor']}", headers=org.admin).json()
+    assert len(rest["data"]) == 2 and rest["next_cursor"] is None  # bootstrap key + 3 made here
+    reads = client.get("/audit?action=audit.read", headers=org.admin).json()["data"]
+    assert len(reads) == 2
+    assert reads[0]["detail"]["filters"] == {"action": ["key.created"]}
+    assert reads[0]["actor"]["type"] == "admin"
+
+
+def test_plt_12_audit_needs_an_administrator(org, client):
+    assert_error(client.get("/audit", headers=org.full), 403, "admin_required")
+    token = org.subject_token(org.key, "anna")
+    assert_error(client.get("/audit", headers=bearer(token)), 403)
+
+
+def test_plt_12_a_person_is_named_only_by_a_keyed_hash(org, client, db, settings, database_url):
+    import asyncio
+
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.domains.audit import service
+    from backend.domains.audit.service import Actor
+
+    async def write() -> None:
+        engine = make_engine(database_url, pool_size=1)
+        async with make_sessionmaker(engine)() as session, session.begin():
+            await service.record(session, org_id=org.org_id, actor=Actor("key", org.key_id), action="memory.denied",
+                                 secret=settings.secret, subject_id="anna-canary", outcome="denied")
+        await engine.dispose()
+
+    asyncio.run(write())
+    dump = db.execute("SELECT string_agg(t::text, ' ') FROM audit_events t").fetchone()[0]
+    assert "anna-canary" not in dump
+    found = client.get("/audit?subject=anna-canary", headers=org.admin).json()["data"]
+    assert [e["action"] for e in found] == ["memory.denied"]
+    assert found[0]["subject"] == subject_hash(settings.secret, org.org_id, "anna-canary")
+    assert client.get("/audit?subject=bob", headers=org.admin).json()["data"] == []
+
+
+def test_plt_12_instants_without_offset_are_422(org, client):
+    assert_error(client.get("/audit?from=2026-01-01T00:00:00", headers=org.admin), 422, param="from")
+    assert client.get("/audit?from=2026-01-01T00:00:00Z", headers=org.admin).status_code == 200

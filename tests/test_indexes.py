@@ -1,0 +1,59 @@
+"""PLT-13 and PLT-10: indexes, and an index the policy does not name being absent."""
+
+from __future__ import annotations
+
+from backend.access.policy import default_policy
+from tests.helpers import assert_error, bearer
+
+
+def test_plt_13_create_list_get_delete(org, client, db):
+    created = client.post("/indexes", headers=org.full,
+                          json={"name": "books", "embedding": {"provider": "hashing", "model": "h", "dimensions": 64}})
+    assert created.status_code == 201, created.text
+    index = created.json()
+    assert index["id"].startswith("idx_") and index["embedding"]["dimensions"] == 64
+    assert client.get(f"/indexes/{index['id']}", headers=org.full).json() == index
+    assert [i["id"] for i in client.get("/indexes", headers=org.full).json()["data"]] == [index["id"]]
+    assert_error(client.post("/indexes", headers=org.full, json={"name": "books"}), 409, "name_taken", "name")
+    assert client.delete(f"/indexes/{index['id']}", headers=org.full).status_code == 204
+    assert_error(client.get(f"/indexes/{index['id']}", headers=org.full), 404)
+    actions = [r[0] for r in db.execute("SELECT action FROM audit_events WHERE object_id = %s ORDER BY seq",
+                                        (index["id"],))]
+    assert actions == ["index.created", "index.deleted"]
+
+
+def test_plt_10_an_index_the_policy_does_not_name_is_404(org, client):
+    a = client.post("/indexes", headers=org.full, json={"name": "a"}).json()
+    b = client.post("/indexes", headers=org.full, json={"name": "b"}).json()
+    policy = default_policy()
+    policy["indexes"] = [a["id"]]
+    narrow = org.make_key(["knowledge"], policy=policy)
+    headers = bearer(narrow["secret"])
+    assert [i["id"] for i in client.get("/indexes", headers=headers).json()["data"]] == [a["id"]]
+    assert client.get(f"/indexes/{a['id']}", headers=headers).status_code == 200
+    absent = assert_error(client.get(f"/indexes/{b['id']}", headers=headers), 404)
+    missing = assert_error(client.get("/indexes/idx_doesnotexist", headers=headers), 404)
+    assert absent["code"] == missing["code"]
+    assert_error(client.delete(f"/indexes/{b['id']}", headers=headers), 404)
+
+
+def test_plt_13_other_organisation_never_sees_indexes(org, other_org, client):
+    mine = client.post("/indexes", headers=org.full, json={"name": "mine"}).json()
+    assert client.get("/indexes", headers=other_org.full).json()["data"] == []
+    assert_error(client.get(f"/indexes/{mine['id']}", headers=other_org.full), 404)
+    assert_error(client.get(f"/indexes/{mine['id']}", headers=other_org.admin), 404)
+
+
+def test_plt_13_needs_knowledge(org, client):
+    no_knowledge = org.make_key(["threads"])
+    assert_error(client.post("/indexes", headers=bearer(no_knowledge["secret"]), json={"name": "x"}), 403,
+                 "capability_missing")
+
+
+def test_plt_13_bad_embedding_config_is_422(org, client):
+    response = client.post("/indexes", headers=org.full,
+                           json={"name": "x", "embedding": {"provider": "magic", "model": "m", "dimensions": 8}})
+    assert_error(response, 422, param="embedding.provider")
+    response = client.post("/indexes", headers=org.full,
+                           json={"name": "x", "embedding": {"provider": "hashing", "model": "m", "dimensions": 0}})
+    assert_error(response, 422, param="embedding.dimensions")

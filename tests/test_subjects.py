@@ -1,0 +1,57 @@
+"""PLT-7: naming the person a request is for."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers import as_subject, assert_error, bearer
+
+
+def test_plt_7_two_different_subjects_are_400(org, client):
+    token = org.subject_token(org.key, "anna")
+    headers = {**bearer(token), **as_subject("bob")}
+    assert_error(client.get("/indexes", headers=headers), 400, "conflicting_subjects")
+    same = {**bearer(token), **as_subject("anna")}
+    assert client.get("/indexes", headers=same).status_code == 200
+
+
+def test_plt_7_subjects_required_refuses_a_request_naming_nobody(org, client):
+    policy = {"indexes": ["*"], "rules": [], "settings": {"subjects_required": True}}
+    key = org.make_key(["knowledge"], policy=policy)
+    assert_error(client.get("/indexes", headers=bearer(key["secret"])), 400, "subject_required")
+    assert client.get("/indexes", headers=bearer(key["secret"], subject="anna")).status_code == 200
+    token = org.subject_token(key["secret"], "anna")
+    assert client.get("/indexes", headers=bearer(token)).status_code == 200
+
+
+def test_plt_7_malformed_subject_header_is_400_naming_the_header(org, client):
+    for value in ("not json", json.dumps({"id": ""}), json.dumps({"id": "x" * 257}), json.dumps({"id": "a\nb"}),
+                  json.dumps({"id": "a", "attributes": {"d": "payroll"}}), json.dumps(["anna"])):
+        response = client.get("/indexes", headers={**org.full, "X-Core-Subject": value})
+        body = assert_error(response, 400, "invalid_subject")
+        assert body["param"].startswith("X-Core-Subject")
+
+
+def test_plt_7_subject_token_carries_person_and_is_barred_from_management(org, client):
+    token = org.subject_token(org.key, "anna", {"department": ["payroll"]})
+    assert token.startswith("cst_")
+    assert client.get("/indexes", headers=bearer(token)).status_code == 200
+    assert_error(client.get(f"/tenants/{org.org_id}/keys", headers=bearer(token)), 403, "subject_token_forbidden")
+    assert_error(client.put(f"/tenants/{org.org_id}/vocabulary", json={}, headers=bearer(token)), 403)
+    assert_error(client.post("/subject-tokens", json={"subject": {"id": "bob"}}, headers=bearer(token)), 403)
+    assert_error(client.post("/indexes", json={"name": "x"}, headers=bearer(token)), 403)
+
+
+def test_plt_7_subject_token_dies_with_its_key_and_cannot_be_forged(org, client):
+    key = org.make_key(["knowledge"])
+    token = org.subject_token(key["secret"], "anna")
+    client.post(f"/tenants/{org.org_id}/keys/{key['id']}/revoke", headers=org.admin)
+    assert_error(client.get("/indexes", headers=bearer(token)), 401, "key_revoked")
+    forged = org.subject_token(org.key, "anna")[:-4] + "AAAA"
+    assert_error(client.get("/indexes", headers=bearer(forged)), 401, "bad_credential")
+
+
+def test_plt_7_subject_token_ttl_is_bounded(org, client):
+    response = client.post("/subject-tokens", headers=org.full,
+                           json={"subject": {"id": "anna"}, "ttl_seconds": 10**9})
+    assert_error(response, 422, param="ttl_seconds")
