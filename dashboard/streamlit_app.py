@@ -45,32 +45,15 @@ def choose_org_view() -> None:
                            "You are an operator: pick the organisation to work on in the sidebar.")
 
 
-def _typed_org() -> None:
-    data.choose_org(str(st.session_state.get("org_typed") or "").strip() or None)
-
-
 def _picked_org() -> None:
     data.choose_org(st.session_state.get("org_choice"))
 
 
 def org_picker() -> None:
     """An operator works on one organisation at a time; every call then names it (X-Core-Org)."""
-    client = data.client()
-    try:
-        orgs = data.organisations(client)
-    except ApiError as err:
-        # The API lists organisations to an operator only once one is named, so the first one is typed in.
-        if err.code == "org_required":
-            orgs = None
-        elif err.status in (400, 404) and data.org_id() is not None:
-            components.api_error(err, f"open organisation {data.org_id()}")
-            data.choose_org(None)
-            orgs = None
-        else:
-            raise
-    if orgs is None:
-        st.text_input("Organisation id", key="org_typed", placeholder="org_…", on_change=_typed_org,
-                      help="The API lists every organisation to an operator once one is named; type one id.")
+    orgs = data.organisations(data.client())
+    if orgs.is_empty():
+        st.caption("No organisations yet — create one with `coremem bootstrap`.")
         return
     ids = orgs["id"].to_list()
     names = dict(zip(ids, orgs["name"].to_list(), strict=True))
