@@ -179,12 +179,14 @@ def run(host: str, port: int, dashboard_port: int, no_dashboard: bool) -> None:
     url = _database_url()
     fresh = migrations.current_revision(url) is None
     migrations.upgrade(url)
+    demo_login = fresh
     if fresh:
         demo = _bootstrap(url, DEMO_ORG, DEMO_ADMIN)
         click.echo("Demo organisation created. Keep these; they are shown once:")
         click.echo(f"  administrator: {demo['admin_email']}  password: {demo['admin_password']}")
         click.echo(f"  API key:       {demo['key']}")
     elif _demo_admin_exists(url):
+        demo_login = True
         click.echo(f"Demo login: {DEMO_ADMIN} with the password printed on the first start "
                    f"(`coremem bootstrap --org {DEMO_ORG} --admin {DEMO_ADMIN}` sets a new one).")
     api = _local_url(host, port)
@@ -193,7 +195,8 @@ def run(host: str, port: int, dashboard_port: int, no_dashboard: bool) -> None:
     streamlit: subprocess.Popen[bytes] | None = None
     if not no_dashboard:
         streamlit = subprocess.Popen(_dashboard_command(host, dashboard_port), env=_dashboard_env(api))
-        click.echo(f"Dashboard: {_local_url(host, dashboard_port)}  (log in as {DEMO_ADMIN})")
+        hint = f"  (log in as {DEMO_ADMIN})" if demo_login else ""
+        click.echo(f"Dashboard: {_local_url(host, dashboard_port)}{hint}")
         # uvicorn re-raises SIGTERM after its graceful shutdown; turning it into SystemExit lets `finally` stop
         # Streamlit instead of leaving it orphaned.
         signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
@@ -206,6 +209,7 @@ def run(host: str, port: int, dashboard_port: int, no_dashboard: bool) -> None:
                 streamlit.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 streamlit.kill()
+
 
 if __name__ == "__main__":
     main()
