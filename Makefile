@@ -18,7 +18,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy backend shared
+	$(BIN)/mypy backend shared dashboard
 
 pytest: $(STAMP)
 	$(BIN)/pytest

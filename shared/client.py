@@ -1,0 +1,279 @@
+"""Typed HTTP client for the coremem API (dashboard, analysts' helper, tests).
+
+Every method sends one request and decodes the answer into the `shared.schemas` Struct the API promises;
+an error body (PLT-14) becomes `ApiError`. New areas (memory, threads, injection) add methods in the same
+style: build the path and query, then `self._call(method, path, ResponseStruct, ...)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol, TypeVar
+
+import httpx
+import msgspec
+
+from shared.schemas.common import ErrorBody
+from shared.schemas.platform import (
+    AuditEventOut,
+    AuditPage,
+    ChainStatus,
+    Health,
+    IndexOut,
+    IndexPage,
+    KeyAuditPage,
+    KeyCreate,
+    KeyCreated,
+    KeyOut,
+    KeyPage,
+    LoginIn,
+    LoginOut,
+    OrgOut,
+    OrgPage,
+)
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+ORG_HEADER = "X-Core-Org"
+API_URL_ENV = "CORE_API_URL"  # where the dashboard (and scripts) find the API
+DEFAULT_API_URL = "http://127.0.0.1:8000"
+DEFAULT_TIMEOUT = 15.0
+ActorType = Literal["key", "admin", "subject", "system"]
+Outcome = Literal["allowed", "denied"]
+QueryValue = str | int | float | bool | None | Sequence[str]
+
+
+class ApiError(Exception):
+    """An error answer of the API, or `api_unreachable` (status 0) when no answer came at all."""
+
+    def __init__(self, status: int, code: str, message: str, param: str | None = None, *,
+                 reason_code: str | None = None, error_id: str | None = None) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.param = param
+        self.reason_code = reason_code
+        self.error_id = error_id
+
+    @classmethod
+    def from_response(cls, response: httpx.Response) -> ApiError:
+        try:
+            body = msgspec.json.decode(response.content, type=ErrorBody)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            # Not our error shape (a proxy page, a crash before the handler): keep what can be said.
+            text = response.text.strip()[:300] or response.reason_phrase
+            return cls(response.status_code, "unexpected_response", text)
+        return cls(body.status, body.code, body.message, body.param, reason_code=body.reason_code,
+                   error_id=body.error_id)
+
+
+@dataclass(frozen=True)
+class AuditFilter:
+    """The query of `GET /audit`; `subject` is a person's id, which the API matches by its keyed hash."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+    actor_type: ActorType | None = None
+    actor_id: str | None = None
+    actions: tuple[str, ...] = field(default_factory=tuple)
+    object_type: str | None = None
+    object_id: str | None = None
+    subject: str | None = None
+    outcome: Outcome | None = None
+
+    def params(self) -> dict[str, QueryValue]:
+        return {"from": _instant(self.start), "to": _instant(self.end), "actor_type": self.actor_type,
+                "actor_id": self.actor_id or None, "action": list(self.actions),
+                "object_type": self.object_type or None, "object_id": self.object_id or None,
+                "subject": self.subject or None, "outcome": self.outcome}
+
+
+def _instant(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("An instant sent to the API must carry its offset (PLT-15).")
+    return value.isoformat()
+
+
+def _query(params: Mapping[str, QueryValue]) -> list[tuple[str, str | int | float | bool | None]]:
+    """Query pairs without empty values; a sequence repeats its name (`action=a&action=b`)."""
+    pairs: list[tuple[str, str | int | float | bool | None]] = []
+    for name, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            pairs.append((name, "true" if value else "false"))
+        elif isinstance(value, str | int | float):
+            pairs.append((name, str(value)))
+        else:
+            pairs.extend((name, str(item)) for item in value)
+    return pairs
+
+
+class CoreClient:
+    """One administrator's (or key's) connection to the API.
+
+    `token` is an administrator token, a key or a subject token; `org_id` names the organisation for an
+    operator (sent as `X-Core-Org`; tenant routes take it from the path as well).
+    """
+
+    def __init__(self, base_url: str, token: str | None = None, org_id: str | None = None, *,
+                 timeout: float = DEFAULT_TIMEOUT, transport: httpx.BaseTransport | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.org_id = org_id
+        self.timeout = timeout
+        self._transport = transport
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+
+    # ------------------------------------------------------------ plumbing
+
+    def __enter__(self) -> CoreClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def for_org(self, org_id: str | None) -> CoreClient:
+        """The same credential aimed at another organisation (operators)."""
+        return CoreClient(self.base_url, self.token, org_id, timeout=self.timeout, transport=self._transport)
+
+    def cache_key(self) -> tuple[str, str | None, str | None]:
+        """What distinguishes two clients' answers; used by the dashboard's caches."""
+        return (self.base_url, self.token, self.org_id)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        if self.org_id:
+            headers[ORG_HEADER] = self.org_id
+        return headers
+
+    def _send(self, method: str, path: str, *, params: Mapping[str, QueryValue] | None = None,
+              body: Any = None) -> httpx.Response:
+        content = None if body is None else msgspec.json.encode(body)
+        headers = self._headers()
+        if content is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            response = self._http.request(method, path, params=_query(params or {}), content=content,
+                                          headers=headers)
+        except httpx.TimeoutException as exc:
+            raise ApiError(0, "api_timeout", f"The API at {self.base_url} did not answer in {self.timeout:g} s "
+                           f"({type(exc).__name__}).") from exc
+        except httpx.TransportError as exc:
+            raise ApiError(0, "api_unreachable", f"The API at {self.base_url} cannot be reached "
+                           f"({type(exc).__name__}: {exc}).") from exc
+        if response.status_code >= 400:
+            raise ApiError.from_response(response)
+        return response
+
+    def _call(self, method: str, path: str, result: type[T], *, params: Mapping[str, QueryValue] | None = None,
+              body: Any = None) -> T:
+        response = self._send(method, path, params=params, body=body)
+        try:
+            return msgspec.json.decode(response.content, type=result)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ApiError(response.status_code, "unexpected_response",
+                           f"{method} {path} answered a body this client does not understand: {exc}") from exc
+
+    # ------------------------------------------------------------ operations and administrators
+
+    def health(self) -> Health:
+        return self._call("GET", "/health", Health)
+
+    def login(self, email: str, password: str) -> LoginOut:
+        """Log an administrator in; the client keeps the token for later calls."""
+        result = self._call("POST", "/admin/login", LoginOut, body=LoginIn(email=email, password=password))
+        self.token = result.token
+        return result
+
+    def logout(self) -> None:
+        self._send("POST", "/admin/logout")
+        self.token = None
+
+    # ------------------------------------------------------------ organisations and keys
+
+    def orgs(self) -> OrgPage:
+        return self._call("GET", "/tenants", OrgPage)
+
+    def org(self, org_id: str) -> OrgOut:
+        return self._call("GET", f"/tenants/{org_id}", OrgOut)
+
+    def keys(self, org_id: str, *, cursor: str | None = None, limit: int | None = None) -> KeyPage:
+        return self._call("GET", f"/tenants/{org_id}/keys", KeyPage, params={"cursor": cursor, "limit": limit})
+
+    def all_keys(self, org_id: str, *, page_size: int = 200) -> list[KeyOut]:
+        return list(_walk(lambda cursor: self.keys(org_id, cursor=cursor, limit=page_size)))
+
+    def create_key(self, org_id: str, body: KeyCreate) -> KeyCreated:
+        return self._call("POST", f"/tenants/{org_id}/keys", KeyCreated, body=body)
+
+    def key_audit(self, org_id: str, *, key_id: str | None = None, limit: int | None = None) -> KeyAuditPage:
+        return self._call("GET", f"/tenants/{org_id}/keys/audit", KeyAuditPage,
+                          params={"key_id": key_id, "limit": limit})
+
+    # ------------------------------------------------------------ indexes
+
+    def indexes(self, *, cursor: str | None = None, limit: int | None = None) -> IndexPage:
+        return self._call("GET", "/indexes", IndexPage, params={"cursor": cursor, "limit": limit})
+
+    def all_indexes(self, *, page_size: int = 200) -> list[IndexOut]:
+        return list(_walk(lambda cursor: self.indexes(cursor=cursor, limit=page_size)))
+
+    # ------------------------------------------------------------ audit trail
+
+    def audit(self, filters: AuditFilter | None = None, *, cursor: str | None = None,
+              limit: int | None = None) -> AuditPage:
+        params = {**(filters or AuditFilter()).params(), "cursor": cursor, "limit": limit}
+        return self._call("GET", "/audit", AuditPage, params=params)
+
+    def audit_events(self, filters: AuditFilter | None = None, *, max_events: int, page_size: int = 200
+                     ) -> list[AuditEventOut]:
+        """Newest first, following cursors until `max_events` (each page read is itself audited)."""
+        events: list[AuditEventOut] = []
+        for event in _walk(lambda cursor: self.audit(filters, cursor=cursor, limit=min(page_size, max_events))):
+            events.append(event)
+            if len(events) >= max_events:
+                break
+        return events
+
+    def audit_verify(self) -> ChainStatus:
+        return self._call("GET", "/audit/verify", ChainStatus)
+
+
+class _Paged(Protocol[T_co]):
+    @property
+    def data(self) -> Sequence[T_co]: ...
+
+    @property
+    def next_cursor(self) -> str | None: ...
+
+
+def _walk(fetch: Callable[[str | None], _Paged[T_co]]) -> Iterator[T_co]:
+    """Every item of a `{data, next_cursor}` list, one page at a time."""
+    cursor: str | None = None
+    while True:
+        page = fetch(cursor)
+        yield from page.data
+        cursor = page.next_cursor
+        if not cursor:
+            return
+
+
+def chain_summary(status: ChainStatus) -> str:
+    """One line saying whether an organisation's audit hash chain verifies."""
+    if status.intact:
+        return f"Hash chain intact over {status.events} event{'' if status.events == 1 else 's'}."
+    return f"Hash chain BROKEN at seq {status.broken_at_seq}: {status.problem or 'unknown problem'}."
+
+
+__all__ = ["API_URL_ENV", "DEFAULT_API_URL", "ApiError", "AuditFilter", "CoreClient", "chain_summary"]

@@ -1,0 +1,91 @@
+"""Dashboard tests run against the real API (`live_api`): AppTest sessions, operators, audit events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from backend.config import Settings
+from backend.db.engine import make_engine, make_sessionmaker
+from shared.client import CoreClient
+from tests.helpers import Org
+
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "streamlit_app.py"
+TIMEOUT = 30
+
+
+def _in_session(database_url: str, work: Any) -> Any:
+    async def go() -> Any:
+        engine = make_engine(database_url, pool_size=1)
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                return await work(session)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(go())
+
+
+def make_operator(database_url: str, email: str) -> tuple[str, str]:
+    """An operator (administrator of every organisation), as the service creates one; returns (id, password)."""
+    from backend.domains.orgs import service
+
+    return _in_session(database_url, lambda db: service.create_operator(db, email))  # type: ignore[no-any-return]
+
+
+def record_event(database_url: str, settings: Settings, org_id: str, action: str, *, subject_id: str | None = None,
+                 object_type: str | None = None, object_id: str | None = None, outcome: str = "allowed") -> str:
+    """Append an event the way the platform does (the memory areas will write such events themselves)."""
+    from backend.domains.audit import service
+    from backend.domains.audit.service import Actor
+
+    return _in_session(database_url, lambda db: service.record(  # type: ignore[no-any-return]
+        db, org_id=org_id, actor=Actor("system", "test"), action=action, secret=settings.secret,
+        subject_id=subject_id, object_type=object_type, object_id=object_id, outcome=outcome))
+
+
+@pytest.fixture
+def operator(database_url: str, org: Org) -> dict[str, Any]:
+    admin_id, password = make_operator(database_url, "ops@coremem.test")
+    return {"id": admin_id, "email": "ops@coremem.test", "password": password}
+
+
+@pytest.fixture
+def admin_client(live_api: str, org: Org) -> Iterator[CoreClient]:
+    with CoreClient(live_api) as client:
+        client.login(org.admin_email, org.admin_password)
+        yield client
+
+
+@pytest.fixture
+def app(live_api: str) -> AppTest:
+    """A dashboard session aimed at the live API, not yet run."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["api_url"] = live_api
+    return at
+
+
+def log_in(at: AppTest, email: str, password: str) -> AppTest:
+    at.run()
+    at.text_input(key="login_email").input(email)
+    at.text_input(key="login_password").input(password)
+    at.button(key="login_submit").click().run()
+    return at
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _free_port_closed() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -1,0 +1,101 @@
+"""shared.client against the real API: decoding into the schema Structs, errors, filters and cursors."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from shared.client import ApiError, AuditFilter, CoreClient
+from shared.schemas.platform import AuditPage, ChainStatus, KeyCreate, LoginOut
+from tests.dashboard.conftest import _free_port_closed
+from tests.helpers import Org
+
+
+def test_plt_14a_login_returns_token_and_admin(live_api: str, org: Org) -> None:
+    with CoreClient(live_api) as client:
+        result = client.login(org.admin_email, org.admin_password)
+        assert isinstance(result, LoginOut)
+        assert result.token.startswith("cat_") and client.token == result.token
+        assert (result.admin.email, result.admin.role, result.admin.org_id) == (org.admin_email, "admin", org.org_id)
+        assert [o.id for o in client.orgs().data] == [org.org_id]
+
+
+def test_plt_14_wrong_password_raises_api_error_with_code(live_api: str, org: Org) -> None:
+    with CoreClient(live_api) as client, pytest.raises(ApiError) as caught:
+        client.login(org.admin_email, "not-the-password")
+    assert (caught.value.status, caught.value.code) == (401, "bad_login")
+    assert caught.value.message == "Wrong e-mail address or password."
+    assert client.token is None
+
+
+def test_plt_2_logout_ends_the_token(admin_client: CoreClient) -> None:
+    token = admin_client.token
+    admin_client.logout()
+    with CoreClient(admin_client.base_url, token) as stale, pytest.raises(ApiError) as caught:
+        stale.indexes()
+    assert (caught.value.status, caught.value.code) == (401, "bad_credential")
+
+
+def test_plt_4_create_and_list_keys(admin_client: CoreClient, org: Org) -> None:
+    created = admin_client.create_key(org.org_id, KeyCreate(name="reader", capabilities=["knowledge"]))
+    assert created.secret.startswith("ck_") and created.status == "active"
+    assert {(k.name, k.status) for k in admin_client.all_keys(org.org_id)} == {("bootstrap", "active"),
+                                                                               ("reader", "active")}
+
+
+def test_plt_5_key_audit_trail(admin_client: CoreClient, org: Org) -> None:
+    created = admin_client.create_key(org.org_id, KeyCreate(name="reader", capabilities=["knowledge"]))
+    trail = admin_client.key_audit(org.org_id, key_id=created.id)
+    assert [(e.key_id, e.action) for e in trail.data] == [(created.id, "created")]
+
+
+def test_plt_14_validation_error_names_the_field(admin_client: CoreClient, org: Org) -> None:
+    with pytest.raises(ApiError) as caught:
+        admin_client.create_key(org.org_id, KeyCreate(name="bad", capabilities=["memory"]))
+    assert (caught.value.status, caught.value.param) == (422, "capabilities")
+
+
+def test_plt_12_audit_filters_repeat_action_and_follow_cursors(admin_client: CoreClient, org: Org) -> None:
+    for name in ("a", "b", "c"):
+        org.client.post("/indexes", json={"name": name}, headers=org.full)
+    page = admin_client.audit(AuditFilter(actions=("index.created", "key.created")), limit=2)
+    assert isinstance(page, AuditPage)
+    assert [e.action for e in page.data] == ["index.created", "index.created"] and page.next_cursor
+    rest = admin_client.audit(AuditFilter(actions=("index.created", "key.created")), cursor=page.next_cursor)
+    assert [e.action for e in rest.data] == ["index.created", "key.created"] and rest.next_cursor is None
+    walked = admin_client.audit_events(AuditFilter(actions=("index.created",)), max_events=10, page_size=1)
+    assert [e.detail["name"] for e in walked] == ["c", "b", "a"]
+    future = AuditFilter(start=datetime.now(UTC) + timedelta(days=1))
+    assert admin_client.audit(future).data == []
+
+
+def test_plt_12_audit_filter_refuses_naive_instants() -> None:
+    with pytest.raises(ValueError, match="offset"):
+        AuditFilter(start=datetime(2026, 1, 1)).params()
+
+
+def test_plt_12_chain_status(admin_client: CoreClient, org: Org) -> None:
+    status = admin_client.audit_verify()
+    assert isinstance(status, ChainStatus)
+    assert (status.org_id, status.intact, status.broken_at_seq) == (org.org_id, True, None)
+    assert status.events >= 1
+
+
+def test_plt_2_operator_names_the_organisation(live_api: str, org: Org, other_org: Org,
+                                               operator: dict[str, str]) -> None:
+    with CoreClient(live_api) as client:
+        assert client.login(operator["email"], operator["password"]).admin.role == "operator"
+        assert {o.name for o in client.orgs().data} == {"Acme", "Globex"}
+        with pytest.raises(ApiError) as caught:
+            client.indexes()
+        assert (caught.value.code, caught.value.param) == ("org_required", "X-Core-Org")
+        client.org_id = other_org.org_id
+        assert client.audit_verify().org_id == other_org.org_id
+        assert client.for_org(org.org_id).audit_verify().org_id == org.org_id
+
+
+def test_unreachable_api_is_an_api_error() -> None:
+    with CoreClient(f"http://127.0.0.1:{_free_port_closed()}", timeout=2) as client, pytest.raises(ApiError) as caught:
+        client.health()
+    assert (caught.value.status, caught.value.code) == (0, "api_unreachable")

@@ -1,0 +1,135 @@
+"""DSH-11 end to end: `coremem dashboard` against the live API, driven by headless Chromium.
+
+Logs in (after one wrong password), opens every page the registry lists, fails on any Streamlit exception
+or error box, and keeps a screenshot of each page in test-artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Page, sync_playwright
+
+from dashboard import navigation
+from tests.helpers import Org
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+CHROMIUM = os.environ.get("CORE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+WAIT_MS = 30_000
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _coremem() -> list[str]:
+    script = Path(sys.executable).parent / "coremem"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "backend.cli"]
+
+
+@pytest.fixture
+def dashboard_url(live_api: str, tmp_path: Path) -> Iterator[str]:
+    """`coremem dashboard` on a free port, pointed at the live API."""
+    port = _free_port()
+    log = (tmp_path / "dashboard.log").open("w+")
+    proc = subprocess.Popen([*_coremem(), "dashboard", "--host", "127.0.0.1", "--port", str(port),
+                             "--api-url", live_api], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"coremem dashboard exited with {proc.returncode}:\n{log.read()}")
+            try:
+                if httpx.get(f"{url}/_stcore/health", timeout=1).text == "ok":
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("coremem dashboard did not answer within 60 s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def settle(page: Page) -> None:
+    """Wait until the script run is over and the page had a moment to draw its tables and charts."""
+    page.wait_for_selector(IDLE, timeout=WAIT_MS)
+    page.wait_for_timeout(800)
+    page.wait_for_selector(IDLE, timeout=WAIT_MS)
+
+
+def assert_clean(page: Page, where: str) -> None:
+    exceptions = page.locator('[data-testid="stException"]')
+    assert exceptions.count() == 0, f"{where}: Streamlit exception: {exceptions.all_inner_texts()}"
+    errors = page.locator('[data-testid="stAlertContentError"]')
+    assert errors.count() == 0, f"{where}: error shown: {errors.all_inner_texts()}"
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_dsh_11_browser_logs_in_and_opens_every_page(dashboard_url: str, org: Org) -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing; install Debian's chromium (apt-get install -y chromium) "
+                    "or point CORE_CHROMIUM at a Chromium binary")
+    # Something on every page: an index, a second key, and so a few audit events.
+    assert org.client.post("/indexes", json={"name": "handbook"}, headers=org.full).status_code == 201
+    org.make_key(["knowledge"], name="reader")
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            page.goto(dashboard_url, timeout=WAIT_MS)
+            settle(page)
+            page.get_by_role("heading", name="coremem").wait_for(timeout=WAIT_MS)
+            assert_clean(page, "login")
+            shot(page, "00-login")
+
+            page.get_by_label("E-mail").fill(org.admin_email)
+            page.get_by_label("Password", exact=True).fill("not-the-password")
+            page.get_by_role("button", name="Log in").click()
+            error = page.locator('[data-testid="stAlertContentError"]')
+            error.wait_for(timeout=WAIT_MS)
+            assert "Wrong e-mail address or password." in error.inner_text() and "bad_login" in error.inner_text()
+            assert page.locator('[data-testid="stException"]').count() == 0
+            shot(page, "01-login-wrong-password")
+
+            page.get_by_label("Password", exact=True).fill(org.admin_password)
+            page.get_by_role("button", name="Log in").click()
+            page.locator('[data-testid="stSidebarNav"]').wait_for(timeout=WAIT_MS)
+
+            pages = navigation.all_pages()
+            for number, spec in enumerate(pages, start=2):
+                page.locator('[data-testid="stSidebarNav"] a', has_text=spec.title).click()
+                page.get_by_role("heading", name=spec.title, exact=True).wait_for(timeout=WAIT_MS)
+                settle(page)
+                assert_clean(page, spec.title)
+                shot(page, f"{number:02d}-{spec.url_path}")
+            assert len(pages) >= 2
+        finally:
+            browser.close()
