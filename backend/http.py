@@ -111,7 +111,8 @@ def _json_path_to_param(path: str) -> str | None:
 
 def _validation_param(message: str, key: str | None) -> str | None:
     match = _AT_PATH.search(message)
-    base = _json_path_to_param(match.group("path")) if match else None
+    # Litestar strips "- at `$…`" from the message and hands the path over as `key` ("data" for the body root).
+    base = _json_path_to_param(match.group("path")) if match else (key if key and key != "data" else None)
     for pattern in (_UNKNOWN_FIELD, _MISSING_FIELD):
         found = pattern.search(message)
         if found:
