@@ -20,6 +20,7 @@ from backend.domains.audit.controller import AuditController
 from backend.domains.indexes.controller import IndexController
 from backend.domains.keys.controller import KeyController, OwnKeyController
 from backend.domains.orgs.controller import AdminController, OrgController
+from backend.domains.threads.controller import ThreadController, ThreadItemSearchController
 from backend.errors import ApiError
 from backend.http import (
     handle_api_error,
@@ -85,7 +86,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
 
     return Litestar(
         route_handlers=[health, ready, AdminController, OrgController, KeyController, OwnKeyController,
-                        IndexController, AuditController],
+                        IndexController, AuditController, ThreadController, ThreadItemSearchController],
         dependencies={"db": Provide(provide_db), "principal": Provide(provide_principal)},
         exception_handlers={
             ApiError: handle_api_error,
