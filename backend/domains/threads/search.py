@@ -48,17 +48,21 @@ def highlighted(headline: str) -> tuple[str, list[dict[str, int]]]:
     spans: list[dict[str, int]] = []
     units = 0
     start: int | None = None
+    gap_is_space = False
     for ch in headline:
         if ch == START:
             start = units
         elif ch == STOP:
             if start is not None and units > start:
-                if spans and spans[-1]["end"] == start:
-                    spans[-1]["end"] = units  # adjacent words of one phrase read as one highlight
+                if spans and gap_is_space:
+                    spans[-1]["end"] = units  # the words of a phrase, one space apart, read as one highlight
                 else:
                     spans.append({"start": start, "end": units})
+                gap_is_space = True
             start = None
         else:
+            if start is None and not ch.isspace():
+                gap_is_space = False
             out.append(ch)
             units += 2 if ord(ch) > 0xFFFF else 1
     return "".join(out), spans

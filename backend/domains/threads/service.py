@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -183,7 +183,9 @@ def item_rows(ctx: Ctx, thread_id: str, items: list[ItemIn], first: int, at: dat
             role, text = "assistant", item.refusal
         rows.append({"org_id": ctx.org["id"], "thread_id": thread_id, "position": first + offset,
                      "id": new_id("itm"), "type": kind, "role": role, "subject": ctx.subject_id,
-                     "response_id": None, "body": body, "text": text, "created_at": at})
+                     "response_id": None, "body": body, "text": text,
+                     # A microsecond apart, so time order (search) agrees with position order within a request.
+                     "created_at": at + timedelta(microseconds=offset)})
     return rows
 
 
@@ -389,6 +391,9 @@ async def search(db: AsyncSession, ctx: Ctx, *, q: str | None, thread_id: str | 
                          code="query_required")
     if q is not None:
         search_mod.check_query(q)
+    for name, instant in (("from", from_), ("to", to)):
+        if instant is not None and instant.tzinfo is None:  # PLT-15; query parameters skip msgspec's check
+            raise ValidationFailed(f"`{name}` needs an offset, such as 2026-01-01T00:00:00Z.", param=name)
     if from_ is not None and to is not None and from_ >= to:
         raise BadRequest("`from` must be before `to`.", param="from", code="invalid_range")
     note_author: str | None = None
