@@ -10,7 +10,7 @@ from litestar import Litestar, get
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
-from litestar.openapi import OpenAPIConfig
+from litestar.openapi import OpenAPIConfig, ResponseSpec
 from sqlalchemy import text
 
 from backend.config import Settings, get_settings
@@ -30,6 +30,7 @@ from backend.http import (
     provide_db,
     provide_principal,
 )
+from shared.schemas.common import ErrorBody
 from shared.schemas.platform import Health, Ready
 
 
@@ -39,7 +40,7 @@ async def health() -> Health:
 
 
 @get("/ready", tags=["operations"], summary="The database answers and migrations are current",
-     responses={503: None})  # type: ignore[dict-item]
+     responses={503: ResponseSpec(data_container=ErrorBody, description="Database down or migrations behind")})
 async def ready(state: State) -> Ready:
     head = migrate.head_revision()
     revision: str | None = None
