@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.principal import Principal
 from backend.domains.audit import repository as repo
 from backend.domains.audit import service
-from backend.errors import BadRequest
+from backend.errors import BadRequest, ValidationFailed
 from backend.http import decode_cursor, encode_cursor, page_limit
 from shared.schemas.common import Instant
 from shared.schemas.platform import AuditPage, ChainStatus
@@ -49,6 +49,9 @@ class AuditController(Controller):
         limit: int | None = None,
     ) -> AuditPage:
         principal.require_admin()
+        for name, instant in (("from", from_), ("to", to)):
+            if instant is not None and instant.tzinfo is None:  # PLT-15: query parameters skip msgspec's tz check
+                raise ValidationFailed(f"`{name}` needs an offset, such as 2026-01-01T00:00:00Z.", param=name)
         size = page_limit(limit)
         before_seq = decode_cursor(cursor)
         if before_seq is not None and not isinstance(before_seq, int):
