@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    DateTime,
+    Integer,
     Select,
+    Text,
     and_,
+    bindparam,
     case,
     cast,
     delete,
-    exists,
     func,
     insert,
     literal,
@@ -180,17 +185,6 @@ async def delete_note(db: AsyncSession, org_id: str, item_id: str, author: str) 
     return result.first() is not None
 
 
-def note_matches(pairs: Sequence[tuple[str, str]]) -> ColumnElement[bool]:
-    """A `k:v` pair matches the string v and the number or boolean v spells (`stars:2` finds 2 and "2")."""
-    clauses: list[ColumnElement[bool]] = []
-    for name, value in pairs:
-        options = [N_META.op("@>")(_json({name: value}))]
-        for spelled in _spelled(value):
-            options.append(N_META.op("@>")(_json({name: spelled})))
-        clauses.append(or_(*options))
-    return and_(true(), *clauses)
-
-
 def _spelled(value: str) -> list[Any]:
     if value in ("true", "false"):
         return [value == "true"]
@@ -293,10 +287,11 @@ def _without_value(labels: dict[str, Any], value: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- search (THR-7, THR-8)
 
+REGCONFIG: Any = literal_column("'simple'::regconfig")
 
 
-def tsquery(query: str) -> Any:
-    return func.websearch_to_tsquery(literal_column("'simple'::regconfig"), literal(query))
+def tsquery(query: Any) -> Any:
+    return func.websearch_to_tsquery(REGCONFIG, query if isinstance(query, ColumnElement) else literal(query))
 
 
 async def search_items(db: AsyncSession, scope: Scope, *, query: str | None, headline_options: str,
@@ -305,73 +300,147 @@ async def search_items(db: AsyncSession, scope: Scope, *, query: str | None, hea
                        thread_metadata: Sequence[tuple[str, str]], role: str | None, note_author: str | None,
                        note_pairs: Sequence[tuple[str, str]], limit: int) -> tuple[dict[str, Any],
                                                                                      list[dict[str, Any]]]:
-    """One page of hits in one fixed slice of history, in one statement.
+    """One page of hits in one fixed slice of history, in one statement (see `search_statement`).
 
-    The slice runs from the start of the day `window_days - 1` days before the newest message older than the
-    cursor (in the organisation's time zone) up to the cursor, so an empty stretch of history costs one page,
-    not one page per week. Returns the slice's lower bound, whether older messages exist, and the hits.
+    Returns the slice (`lower`, the organisation's `tz`, whether `older` messages exist) and the hits.
     """
-    org_id = scope.org_id
+    variants = [[{name: value}] + [{name: spelled} for spelled in _spelled(value)] for name, value in note_pairs]
+    shape = SearchShape(
+        scope=(scope.unrestricted, scope.rules, scope.requester.subject_id,
+               tuple(sorted((k, tuple(v)) for k, v in scope.requester.attributes.items()))),
+        query=query is not None, upper=upper is not None, upper_id=upper_id is not None,
+        fixed_lower=fixed_lower is not None, from_=from_ is not None, window_days=window_days,
+        thread_id=thread_id is not None, thread_metadata=len(thread_metadata), role=role is not None,
+        note_author=note_author is not None, note_variants=tuple(len(v) for v in variants))
+    params: dict[str, Any] = {
+        "org_id": scope.org_id, "q": query, "hl": headline_options, "upper": upper, "upper_id": upper_id,
+        "fixed_lower": fixed_lower, "from_": from_, "thread_id": thread_id, "role": role,
+        "note_author": note_author, "limit": limit,
+        **{f"tm{i}": {name: value} for i, (name, value) in enumerate(thread_metadata)},
+        **{f"np{i}_{j}": v for i, options in enumerate(variants) for j, v in enumerate(options)},
+    }
+    statement = search_statement(shape, scope)
+    rows = [dict(r._mapping) for r in (await db.execute(statement, {k: v for k, v in params.items()
+                                                                     if k in statement_params(statement)})).all()]
+    first = rows[0]  # the outer join always yields the slice row
+    window = {"lower": first["lower"], "tz": first["tz"], "older": bool(first["older"])}
+    return window, [r for r in rows if r["id"] is not None]
+
+
+@dataclass(frozen=True)
+class SearchShape:
+    """What decides the search statement's structure; the values travel as bound parameters."""
+
+    scope: Any
+    query: bool
+    upper: bool
+    upper_id: bool
+    fixed_lower: bool
+    from_: bool
+    window_days: int
+    thread_id: bool
+    thread_metadata: int
+    role: bool
+    note_author: bool
+    note_variants: tuple[int, ...]
+
+
+_statements: OrderedDict[SearchShape, Any] = OrderedDict()
+_STATEMENT_CACHE_SIZE = 512
+
+
+def statement_params(statement: Any) -> frozenset[str]:
+    return frozenset(statement._coremem_params)
+
+
+def search_statement(shape: SearchShape, scope: Scope) -> Any:
+    """Building this statement costs milliseconds of Python, so each shape (per policy and person) is built once."""
+    cached = _statements.get(shape)
+    if cached is not None:
+        _statements.move_to_end(shape)
+        return cached
+    statement = _build_search(shape, scope)
+    statement._coremem_params = frozenset(b.key for b in _bindparams(statement))
+    _statements[shape] = statement
+    if len(_statements) > _STATEMENT_CACHE_SIZE:
+        _statements.popitem(last=False)
+    return statement
+
+
+def _bindparams(statement: Any) -> list[Any]:
+    from sqlalchemy.sql import visitors
+
+    return [e for e in visitors.iterate(statement) if getattr(e, "__visit_name__", None) == "bindparam"]
+
+
+def _build_search(shape: SearchShape, scope: Scope) -> Any:
+    """The slice runs from the start of the day `window_days - 1` days before the newest message older than
+    the cursor (in the organisation's time zone) up to the cursor, so an empty stretch of history costs one
+    page, not one page per week. Its probes use the (org_id, created_at) index, never a scan."""
+    org_id = bindparam("org_id", type_=Text)
+    upper = bindparam("upper", type_=DateTime(timezone=True))
+    from_ = bindparam("from_", type_=DateTime(timezone=True))
+    thread_id = bindparam("thread_id", type_=Text)
 
     def history(*extra: ColumnElement[bool]) -> list[ColumnElement[bool]]:
         conds = [I.c.org_id == org_id, I.c.text.isnot(None), *extra]
-        if from_ is not None:
+        if shape.from_:
             conds.append(I.c.created_at >= from_)
-        if thread_id is not None:
+        if shape.thread_id:
             conds.append(I.c.thread_id == thread_id)
         return conds
 
     tz = select(literal_column("timezone")).select_from(text("orgs")).where(
-        literal_column("orgs.id") == literal(org_id)).scalar_subquery()
-    if fixed_lower is not None:
-        lower_expr: Any = literal(fixed_lower)
+        literal_column("orgs.id") == org_id).scalar_subquery()
+    if shape.fixed_lower:
+        lower_expr: Any = bindparam("fixed_lower", type_=DateTime(timezone=True))
     else:
         newest = select(func.max(I.c.created_at)).where(
-            *history(*([I.c.created_at < upper] if upper is not None else []))).scalar_subquery()
+            *history(*([I.c.created_at < upper] if shape.upper else []))).scalar_subquery()
         day = func.date_trunc("day", func.timezone(tz, newest))
-        lower_expr = func.timezone(tz, day - literal_column(f"interval '{int(window_days) - 1} days'"))
-        if from_ is not None:
-            lower_expr = func.greatest(lower_expr, literal(from_))
-    slice_lower = select(lower_expr.label("lower"), tz.label("tz")).cte("slice_lower")
-    older = exists().where(*history(I.c.created_at < slice_lower.c.lower)).label("older")
-    bounds = select(slice_lower.c.lower, slice_lower.c.tz, older).cte("bounds")
+        lower_expr = func.timezone(tz, day - literal_column(f"interval '{int(shape.window_days) - 1} days'"))
+        if shape.from_:
+            lower_expr = func.greatest(lower_expr, from_)
+    slice_lower = select(lower_expr.label("lower"), tz.label("tz")).cte("slice_lower").prefix_with("MATERIALIZED")
+    older = select(func.max(I.c.created_at)).where(*history(I.c.created_at < slice_lower.c.lower)).scalar_subquery()
+    bounds = (select(slice_lower.c.lower, slice_lower.c.tz, older.isnot(None).label("older"))
+              .cte("bounds").prefix_with("MATERIALIZED"))
 
-    tsq = tsquery(query) if query is not None else None
+    tsq = tsquery(bindparam("q", type_=Text)) if shape.query else None
     columns: list[Any] = [I.c.id, I.c.thread_id, I.c.type, I.c.role, I.c.subject, I.c.created_at, I.c.text]
     source: Any = I.join(T, and_(T.c.org_id == I.c.org_id, T.c.id == I.c.thread_id))
     conds = [I.c.org_id == org_id, I.c.text.isnot(None), T.c.deleted_at.is_(None),
              scope.visible("thread", "see", T.c.subject, T.c.labels), I.c.created_at >= bounds.c.lower]
     if tsq is not None:
         conds.append(I.c.tsv.op("@@")(tsq))
-    if upper is not None:
+    if shape.upper:
         conds.append(I.c.created_at <= upper)
-        conds.append(tuple_(I.c.created_at, I.c.id) < tuple_(literal(upper), literal(upper_id or ""))
-                     if upper_id else I.c.created_at < upper)
-    if thread_id is not None:
+        conds.append(tuple_(I.c.created_at, I.c.id) < tuple_(upper, bindparam("upper_id", type_=Text))
+                     if shape.upper_id else I.c.created_at < upper)
+    if shape.thread_id:
         conds.append(I.c.thread_id == thread_id)
-    for name, value in thread_metadata:
-        conds.append(T_META.op("@>")(_json({name: value})))
-    if role is not None:
-        conds.append(I.c.role == role)
-    if note_author is not None:
-        source = source.join(N, and_(N.c.org_id == I.c.org_id, N.c.item_id == I.c.id, N.c.author == note_author))
-        conds.append(note_matches(note_pairs))
+    for i in range(shape.thread_metadata):
+        conds.append(T_META.op("@>")(bindparam(f"tm{i}", type_=JSONB)))
+    if shape.role:
+        conds.append(I.c.role == bindparam("role", type_=Text))
+    if shape.note_author:
+        source = source.join(N, and_(N.c.org_id == I.c.org_id, N.c.item_id == I.c.id,
+                                     N.c.author == bindparam("note_author", type_=Text)))
+        # A `k:v` pair matches the string v and the number or boolean it spells (`stars:2` finds 2 and "2").
+        for i, count in enumerate(shape.note_variants):
+            conds.append(or_(*[N_META.op("@>")(bindparam(f"np{i}_{j}", type_=JSONB)) for j in range(count)]))
         columns += [N_META.label("note"), N.c.author.label("note_author")]
     hits = (select(*columns).select_from(source).where(*conds)
-            .order_by(I.c.created_at.desc(), I.c.id.desc()).limit(limit).lateral("hits"))
+            .order_by(I.c.created_at.desc(), I.c.id.desc()).limit(bindparam("limit", type_=Integer))
+            .lateral("hits"))
     outer: list[Any] = [bounds.c.lower, bounds.c.tz, bounds.c.older, *hits.c]
     if tsq is not None:
         # Excluded words never match a hit, but ts_headline would mark them; mark the wanted words only.
         tree = func.querytree(tsq)
         wanted = case((tree == "T", tsq), else_=cast(tree, TSQUERY))
-        outer.append(func.ts_headline(literal_column("'simple'::regconfig"), hits.c.text, wanted,
-                                      literal(headline_options)).label("headline"))
-    statement = (select(*outer).select_from(bounds.outerjoin(hits, true()))
-                 .order_by(hits.c.created_at.desc(), hits.c.id.desc()))
-    rows = [dict(r._mapping) for r in (await db.execute(statement)).all()]
-    first = rows[0]  # the outer join always yields the slice row
-    window = {"lower": first["lower"], "tz": first["tz"], "older": bool(first["older"])}
-    return window, [r for r in rows if r["id"] is not None]
+        outer.append(func.ts_headline(REGCONFIG, hits.c.text, wanted, bindparam("hl", type_=Text)).label("headline"))
+    return (select(*outer).select_from(bounds.outerjoin(hits, true()))
+            .order_by(hits.c.created_at.desc(), hits.c.id.desc()))
 
 
 async def raw_search(db: AsyncSession, org_id: str, query: str, limit: int) -> list[Any]:
