@@ -114,9 +114,11 @@ async def list_threads(db: AsyncSession, scope: Scope, *, metadata: Sequence[tup
     return [dict(r._mapping) for r in (await db.execute(query)).all()]
 
 
-async def update_thread(db: AsyncSession, org_id: str, thread_id: str, values: dict[str, Any]) -> None:
-    await db.execute(update(T).where(T.c.org_id == org_id, T.c.id == thread_id)
-                     .values(**values, updated_at=func.now()))
+async def update_thread(db: AsyncSession, org_id: str, thread_id: str, values: dict[str, Any]) -> datetime:
+    result = await db.execute(update(T).where(T.c.org_id == org_id, T.c.id == thread_id)
+                              .values(**values, updated_at=func.now()).returning(T.c.updated_at))
+    updated_at: datetime = result.scalar_one()
+    return updated_at
 
 
 async def reserve_positions(db: AsyncSession, org_id: str, thread_id: str, count: int) -> tuple[int, datetime]:
@@ -319,9 +321,9 @@ async def search_items(db: AsyncSession, scope: Scope, *, query: str | None, hea
         **{f"tm{i}": {name: value} for i, (name, value) in enumerate(thread_metadata)},
         **{f"np{i}_{j}": v for i, options in enumerate(variants) for j, v in enumerate(options)},
     }
-    statement = search_statement(shape, scope)
-    rows = [dict(r._mapping) for r in (await db.execute(statement, {k: v for k, v in params.items()
-                                                                     if k in statement_params(statement)})).all()]
+    statement, names = search_statement(shape, scope)
+    bound = {k: v for k, v in params.items() if k in names}
+    rows = [dict(r._mapping) for r in (await db.execute(statement, bound)).all()]
     first = rows[0]  # the outer join always yields the slice row
     window = {"lower": first["lower"], "tz": first["tz"], "older": bool(first["older"])}
     return window, [r for r in rows if r["id"] is not None]
@@ -345,26 +347,23 @@ class SearchShape:
     note_variants: tuple[int, ...]
 
 
-_statements: OrderedDict[SearchShape, Any] = OrderedDict()
+_statements: OrderedDict[SearchShape, tuple[Any, frozenset[str]]] = OrderedDict()
 _STATEMENT_CACHE_SIZE = 512
 
 
-def statement_params(statement: Any) -> frozenset[str]:
-    return frozenset(statement._coremem_params)
-
-
-def search_statement(shape: SearchShape, scope: Scope) -> Any:
-    """Building this statement costs milliseconds of Python, so each shape (per policy and person) is built once."""
+def search_statement(shape: SearchShape, scope: Scope) -> tuple[Any, frozenset[str]]:
+    """Building this statement costs milliseconds of Python, so each shape (per policy and person) is built once;
+    returns it with the names of its bound parameters."""
     cached = _statements.get(shape)
     if cached is not None:
         _statements.move_to_end(shape)
         return cached
     statement = _build_search(shape, scope)
-    statement._coremem_params = frozenset(b.key for b in _bindparams(statement))
-    _statements[shape] = statement
+    entry = (statement, frozenset(b.key for b in _bindparams(statement)))
+    _statements[shape] = entry
     if len(_statements) > _STATEMENT_CACHE_SIZE:
         _statements.popitem(last=False)
-    return statement
+    return entry
 
 
 def _bindparams(statement: Any) -> list[Any]:

@@ -164,13 +164,16 @@ def _message_text(content: Any) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def item_rows(ctx: Ctx, thread_id: str, items: list[ItemIn], first: int, at: datetime) -> list[dict[str, Any]]:
-    """Rows for new items; `input_audio` is refused on `items` (only a turn transcribes audio, THR-3)."""
+def refuse_audio(items: list[ItemIn]) -> None:
+    """THR-3: `input_audio` is refused on `items`; only a turn transcribes audio."""
     for item in items:
         if isinstance(item, MessageIn) and isinstance(item.content, list) and any(
                 isinstance(part, InputAudio) for part in item.content):
             raise ValidationFailed("An item with `input_audio` content is refused here: only a turn "
                                    "(POST /responses) transcribes audio.", param="items", code="input_audio_refused")
+
+
+def item_rows(ctx: Ctx, thread_id: str, items: list[ItemIn], first: int, at: datetime) -> list[dict[str, Any]]:
     rows = []
     for offset, item in enumerate(items):
         body = msgspec.to_builtins(item)
@@ -207,6 +210,7 @@ def _require(ctx: Ctx, row: dict[str, Any], action: str) -> None:
 async def create_thread(db: AsyncSession, ctx: Ctx, body: ThreadCreate) -> dict[str, Any]:
     metadata = check_metadata(body.metadata)
     labels = _labels(ctx, body.labels, {})
+    refuse_audio(list(body.items or []))
     owner = ctx.subject_id
     source: dict[str, Any] | None = None
     if body.working_state_from is not None:
@@ -276,8 +280,8 @@ async def patch_thread(db: AsyncSession, ctx: Ctx, thread_id: str, body: ThreadP
     if body.labels is not msgspec.UNSET:
         values["labels"] = _labels(ctx, body.labels, row["labels"])
     if values:
-        await repo.update_thread(db, ctx.org["id"], thread_id, values)
-        row = {**row, **values, "updated_at": datetime.now(row["updated_at"].tzinfo)}
+        updated_at = await repo.update_thread(db, ctx.org["id"], thread_id, values)
+        row = {**row, **values, "updated_at": updated_at}
     return thread_document(ctx, row)
 
 
@@ -295,7 +299,7 @@ async def delete_thread(db: AsyncSession, ctx: Ctx, thread_id: str) -> None:
 async def _append(db: AsyncSession, ctx: Ctx, thread_id: str, items: list[ItemIn]) -> list[dict[str, Any]]:
     if not items:
         return []
-    item_rows(ctx, thread_id, items, 0, datetime.now())  # refuse bad input before taking positions
+    refuse_audio(items)  # before taking positions
     first, at = await repo.reserve_positions(db, ctx.org["id"], thread_id, len(items))
     return await repo.insert_items(db, item_rows(ctx, thread_id, items, first, at))
 
