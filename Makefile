@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest run serve migrate bench clean
+.PHONY: install test lint typecheck pytest run serve migrate bench bench-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,12 @@ serve: $(STAMP)
 
 migrate: $(STAMP)
 	$(BIN)/coremem migrate
+
+# Benchmarks are not part of `make test`; results go to bench/results/.
+bench-search: $(STAMP)
+	$(BIN)/python -m bench.search
+
+bench: bench-search
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

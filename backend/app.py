@@ -22,6 +22,7 @@ from backend.domains.indexes.controller import IndexController
 from backend.domains.keys.controller import KeyController, OwnKeyController
 from backend.domains.orgs.controller import AdminController, OrgController
 from backend.domains.stores.controller import StoreController
+from backend.domains.threads.controller import ThreadController, ThreadItemSearchController
 from backend.errors import ApiError
 from backend.http import (
     handle_api_error,
@@ -88,7 +89,8 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
 
     return Litestar(
         route_handlers=[health, ready, AdminController, OrgController, KeyController, OwnKeyController,
-                        IndexController, AuditController, StoreController],
+                        IndexController, AuditController, StoreController, ThreadController,
+                        ThreadItemSearchController],
         dependencies={"db": Provide(provide_db), "principal": Provide(provide_principal)},
         exception_handlers={
             ApiError: handle_api_error,

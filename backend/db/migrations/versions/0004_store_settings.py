@@ -1,7 +1,7 @@
 """store settings
 
 Revision ID: 0004
-Revises: 0001
+Revises: 0003
 Create Date: 2026-12-02 10:43:35.873912
 """
 
@@ -12,7 +12,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = '0004'
-down_revision = '0001'
+down_revision = '0003'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,377 @@
+"""Benchmark of message search (THR-7): GET /thread-items against the plain tsquery it is built on.
+
+A seeded generator writes 1,000,000 messages in 20,000 threads (Zipf-distributed Dutch and English
+vocabulary, spread over a year) into a scratch embedded PostgreSQL with COPY, then measures, interleaved
+in one run, for each query class: the raw tsquery SQL, the search service (scope, slice of history,
+snippets and highlights, as a request runs it), and the HTTP route over loopback.
+
+    make bench-search            # builds the data set once (kept in .coremem/bench-pg), then measures
+    python -m bench.search --rebuild --repeat 60
+
+The table is printed and written to bench/results/search.md. Not part of `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import itertools
+import os
+import platform
+import random
+import socket
+import statistics
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+SEED = 20261202
+THREADS = 20_000
+MESSAGES = 1_000_000
+DAYS = 365
+PAGE = 20
+DATABASE = "coremem_bench"
+RESULTS = Path(__file__).parent / "results" / "search.md"
+
+_DUTCH = ("de het een en van ik je dat is niet op te zijn met voor er maar wat als bij nog ook uit aan om kan "
+         "wel dan door hebben over naar jij we ze hij zij mijn geen worden deze zo al was moet heb mag gaan "
+         "terugbetaling factuur bestelling levering klant vraag antwoord gesprek verhuizing kantoor busje "
+         "rekening betaling adres pakket week dag morgen vandaag gisteren maandag dinsdag graag bedankt "
+         "probleem oplossing formulier aanvraag contract medewerker afdeling salaris vakantie planning "
+         "koffie thee café lait vergadering afspraak telefoon bericht wachtwoord account inloggen")
+_ENGLISH = ("the of and to a in is it you that he was for on are with as his they be at one have this from "
+           "or had by word but what some we can out other were all there when up use your how said an each "
+           "refund invoice order delivery customer question answer meeting office moving van bill payment "
+           "address package week day tomorrow today yesterday please thanks problem solution form request "
+           "contract employee department salary holiday schedule coffee tea call message password login")
+_SYLLABLES = ("ba be bi bo bu da de di do ka ke ko la le li lo ma me mi mo na ne no pa pe po ra re ri ro sa se si "
+              "so ta te ti to va ve vo wa we za ze zo ij ui aa oe ee")
+DUTCH, ENGLISH, SYLLABLES = _DUTCH.split(), _ENGLISH.split(), _SYLLABLES.split()
+
+
+def vocabulary(rng: random.Random, size: int = 60_000) -> list[str]:
+    """Real words first (the head of the Zipf curve), then made-up words for the long tail."""
+    words = list(dict.fromkeys(w for pair in itertools.zip_longest(DUTCH, ENGLISH) for w in pair if w))
+    seen = set(words)
+    while len(words) < size:
+        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(3, 5)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+# ---------------------------------------------------------------- data set
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_database(pgdata: Path) -> tuple[str, Any]:
+    from backend.db.embedded import ensure_database, socket_url, start_server
+
+    server = start_server(pgdata, cleanup_mode="stop")
+    ensure_database(server, DATABASE)
+    return socket_url(pgdata, DATABASE), server
+
+
+def plain(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def build(url: str, rebuild: bool) -> dict[str, Any]:
+    """Create (or reuse) the data set; returns the organisation, a key and the words each class searches."""
+    import psycopg
+
+    from backend.db import migrate
+    from backend.ids import new_id
+
+    migrate.upgrade(url)
+    conn = psycopg.connect(plain(url), autocommit=True)
+    conn.execute("CREATE TABLE IF NOT EXISTS bench_meta (key text PRIMARY KEY, value jsonb)")
+    row = conn.execute("SELECT value FROM bench_meta WHERE key = 'dataset'").fetchone()
+    if row and not rebuild and row[0].get("seed") == SEED and row[0].get("messages") == MESSAGES:
+        print(f"reusing the data set in {DATABASE} ({MESSAGES:,} messages)")
+        return dict(row[0])
+
+    rng = random.Random(SEED)
+    words = vocabulary(rng)
+    weights = list(itertools.accumulate(1 / (rank ** 1.07) for rank in range(1, len(words) + 1)))
+    started = time.monotonic()
+    print(f"generating {MESSAGES:,} messages in {THREADS:,} threads …", flush=True)
+    for table in ("thread_item_notes", "thread_states", "thread_summaries", "thread_items", "threads"):
+        conn.execute(f"DELETE FROM {table}")
+    conn.execute("DELETE FROM bench_meta")
+    org = conn.execute("SELECT id FROM orgs WHERE name = 'Bench'").fetchone()
+    if org is None:
+        org_id = new_id("org")
+        conn.execute("INSERT INTO orgs (id, name, timezone) VALUES (%s, 'Bench', 'Europe/Amsterdam')", (org_id,))
+    else:
+        org_id = org[0]
+
+    now = datetime.now(UTC).replace(microsecond=0)
+    start = now - timedelta(days=DAYS)
+    people = [f"person{n}" for n in range(2_000)]
+    thread_ids = [new_id("thr") for _ in range(THREADS)]
+    owners = [None if rng.random() < 0.2 else rng.choice(people) for _ in range(THREADS)]
+    # Message counts per thread vary (some long threads, many short ones) and sum to MESSAGES.
+    raw_sizes = [rng.paretovariate(1.6) for _ in range(THREADS)]
+    scale = MESSAGES / sum(raw_sizes)
+    sizes = [max(1, int(s * scale)) for s in raw_sizes]
+    sizes[0] += MESSAGES - sum(sizes)
+    last = [0] * THREADS
+
+    threads_buf = io.StringIO()
+    for tid, owner, size in zip(thread_ids, owners, sizes, strict=True):
+        threads_buf.write(f"{org_id}\t{tid}\t{owner or chr(92) + 'N'}\t{{}}\t{{\"bench\": \"yes\"}}\t{size}\t"
+                          f"{start.isoformat()}\t{now.isoformat()}\n")
+    with conn.cursor() as cur, cur.copy("COPY threads (org_id, id, subject, labels, metadata, last_position, "
+                                        "created_at, updated_at) FROM STDIN") as copy:
+        copy.write(threads_buf.getvalue())
+
+    conn.execute("DROP INDEX IF EXISTS ix_thread_items_tsv")
+    conn.execute("DROP INDEX IF EXISTS ix_thread_items_org_id_created_at_id")
+    conn.execute("DROP INDEX IF EXISTS ix_thread_items_org_id_subject")
+    conn.execute("ALTER TABLE thread_items DROP CONSTRAINT IF EXISTS uq_thread_items_org_id_id CASCADE")
+    # Messages arrive in time order; each goes to a thread drawn by its size.
+    thread_pick = list(itertools.accumulate(sizes))
+    step = DAYS * 86400 / MESSAGES
+    roles = ("user", "assistant", "assistant", "user", "developer")
+    batch = 100_000
+    for first in range(0, MESSAGES, batch):
+        buf = io.StringIO()
+        for n in range(first, min(first + batch, MESSAGES)):
+            t = rng.choices(range(THREADS), cum_weights=thread_pick)[0]
+            last[t] += 1
+            text = " ".join(rng.choices(words, cum_weights=weights, k=rng.randint(6, 40)))
+            role = roles[n % 5]
+            at = start + timedelta(seconds=n * step)
+            body = '{"role": "' + role + '", "content": "' + text + '"}'
+            buf.write(f"{org_id}\t{thread_ids[t]}\t{last[t]}\t{new_id('itm', at_ms=int(at.timestamp() * 1000))}\t"
+                      f"message\t{role}\t{owners[t] or chr(92) + 'N'}\t\\N\t{body}\t{text}\t{at.isoformat()}\n")
+        with conn.cursor() as cur, cur.copy("COPY thread_items (org_id, thread_id, position, id, type, role, "
+                                            "subject, response_id, body, text, created_at) FROM STDIN") as copy:
+            copy.write(buf.getvalue())
+        print(f"  {min(first + batch, MESSAGES):,} messages ({time.monotonic() - started:.0f} s)", flush=True)
+    conn.execute("UPDATE threads SET last_position = 0")
+    conn.execute("UPDATE threads t SET last_position = m.p FROM (SELECT thread_id, max(position) p "
+                 "FROM thread_items GROUP BY thread_id) m WHERE m.thread_id = t.id")
+    print("building indexes …", flush=True)
+    conn.execute("SET maintenance_work_mem = '1GB'")
+    conn.execute("ALTER TABLE thread_items ADD CONSTRAINT uq_thread_items_org_id_id UNIQUE (org_id, id)")
+    conn.execute("ALTER TABLE thread_item_notes ADD CONSTRAINT fk_thread_item_notes_org_id_thread_items "
+                 "FOREIGN KEY (org_id, item_id) REFERENCES thread_items (org_id, id) ON DELETE CASCADE")
+    conn.execute("CREATE INDEX ix_thread_items_org_id_created_at_id ON thread_items (org_id, created_at, id) "
+                 "WHERE text IS NOT NULL")
+    conn.execute("CREATE INDEX ix_thread_items_org_id_subject ON thread_items (org_id, subject)")
+    conn.execute("CREATE INDEX ix_thread_items_tsv ON thread_items USING gin (tsv)")
+    conn.execute("VACUUM ANALYZE threads")
+    conn.execute("VACUUM ANALYZE thread_items")
+
+    # Words for each class, read from the data: the most frequent, one with about a hundred messages, none.
+    frequency = dict(conn.execute("SELECT word, ndoc FROM ts_stat('SELECT tsv FROM thread_items') "
+                                  "ORDER BY ndoc DESC").fetchall())
+    ranked = sorted(frequency.items(), key=lambda kv: -kv[1])
+    frequent, second = ranked[0][0], ranked[1][0]
+    # A rare word: about one message in ten thousand.
+    low, high = max(2, MESSAGES // 16_000), max(4, MESSAGES // 6_000)
+    rare_words = [w for w, n in ranked if low <= n <= high and w.isalpha()]
+    rare, rare2 = rare_words[len(rare_words) // 2], rare_words[len(rare_words) // 2 + 1]
+    meta = {"seed": SEED, "messages": MESSAGES, "threads": THREADS, "org_id": org_id,
+            "frequent": frequent, "frequent_docs": frequency[frequent], "second": second,
+            "rare": rare, "rare_docs": frequency[rare], "rare2": rare2, "absent": "zzyzxquux",
+            "phrase": f'"{ranked[2][0]} {ranked[3][0]}"', "built_in_s": round(time.monotonic() - started)}
+    conn.execute("INSERT INTO bench_meta VALUES ('dataset', %s::jsonb)", (__import__("json").dumps(meta),))
+    conn.close()
+    print(f"data set ready in {meta['built_in_s']} s", flush=True)
+    return meta
+
+
+# ---------------------------------------------------------------- measuring
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str, Any]]:
+    import httpx
+    import uvicorn
+    from sqlalchemy import text
+
+    from backend.access.principal import Principal
+    from backend.app import create_app
+    from backend.config import Settings
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.domains.audit.service import Actor
+    from backend.domains.keys import service as keys_service
+    from backend.domains.orgs import repository as orgs_repo
+    from backend.domains.threads import service
+    from shared.schemas.platform import KeyCreate
+
+    settings = Settings(database_url=url, data_dir=Path(".coremem"), secret="bench-secret-" + "x" * 24,
+                        log_level="WARNING")
+    engine = make_engine(url, pool_size=4)
+    sessions = make_sessionmaker(engine)
+    org_id = meta["org_id"]
+    async with sessions() as db, db.begin():
+        org = await orgs_repo.get(db, org_id)
+        assert org is not None
+        admin = Principal("admin", org_id, Actor("system", "bench"), frozenset({"threads", "management"}), None)
+        row, secret = await keys_service.create_key(
+            db, admin, org_id, KeyCreate(name=f"bench {time.time()}", capabilities=["threads"]),
+            secret=settings.secret, retention_days=400)
+    async with sessions() as db:
+        key_row = dict((await db.execute(text("SELECT * FROM api_keys WHERE id = :i"), {"i": row["id"]})).one()
+                       ._mapping)
+    principal = Principal("key", org_id, Actor("key", key_row["id"]), frozenset(key_row["capabilities"]), None,
+                          key=key_row)
+
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, url), host="127.0.0.1", port=port,
+                                           log_level="warning", access_log=False))
+    runner = threading.Thread(target=server.run, daemon=True)
+    runner.start()
+    base = f"http://127.0.0.1:{port}"
+    http = httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+    for _ in range(100):
+        try:
+            if (await http.get("/health")).status_code == 200:
+                break
+        except httpx.HTTPError:
+            await asyncio.sleep(0.1)
+
+    classes = {
+        "frequent": meta["frequent"],
+        "rare": meta["rare"],
+        "absent": meta["absent"],
+        "phrase": meta["phrase"],
+        "or": f"{meta['rare']} or {meta['rare2']}",
+        "exclusion": f"{meta['frequent']} -{meta['second']}",
+    }
+    raw_sql = text("SELECT id, thread_id, created_at FROM thread_items WHERE org_id = :org AND text IS NOT NULL "
+                   "AND tsv @@ websearch_to_tsquery('simple', :q) ORDER BY created_at DESC LIMIT :n")
+
+    async def raw(q: str) -> int:
+        async with sessions() as db, db.begin():
+            return len((await db.execute(raw_sql, {"org": org_id, "q": q, "n": PAGE})).all())
+
+    async def via_service(q: str) -> int:
+        async with sessions() as db, db.begin():
+            ctx = await service.context(db, principal, settings)
+            page = await service.search(db, ctx, q=q, thread_id=None, thread_metadata=[], role=None, from_=None,
+                                        to=None, metadata=[], metadata_by=None, cursor=None, limit=PAGE)
+            return len(page["data"])
+
+    async def via_http(q: str) -> int:
+        response = await http.get("/thread-items", params={"q": q, "limit": PAGE})
+        assert response.status_code == 200, response.text
+        return len(response.json()["data"])
+
+    modes: dict[str, Callable[[str], Awaitable[int]]] = {"raw": raw, "service": via_service, "http": via_http}
+    timings: dict[tuple[str, str], list[float]] = {(c, m): [] for c in classes for m in modes}
+    hits: dict[tuple[str, str], int] = {}
+    for q in classes.values():  # warm caches and plans
+        for fn in modes.values():
+            for _ in range(3):
+                await fn(q)
+    order = list(modes)
+    for rep in range(repeat):
+        for name, q in classes.items():
+            rotation = order[rep % 3:] + order[:rep % 3]  # interleaved, in turning order
+            for mode in rotation:
+                t0 = time.perf_counter()
+                hits[(name, mode)] = await modes[mode](q)
+                timings[(name, mode)].append((time.perf_counter() - t0) * 1000)
+
+    rows = []
+    for name, q in classes.items():
+        row: dict[str, Any] = {"class": name, "query": q}
+        for mode in modes:
+            row[f"{mode}_p50"] = statistics.median(timings[(name, mode)])
+            row[f"{mode}_p95"] = percentile(timings[(name, mode)], 95)
+            row[f"{mode}_hits"] = hits[(name, mode)]
+        row["ratio"] = row["service_p50"] / row["raw_p50"]
+        row["ok"] = row["ratio"] <= 1.2 and row["service_p50"] <= 20 and row["service_p95"] <= 100
+        rows.append(row)
+    await http.aclose()
+    server.should_exit = True
+    runner.join(timeout=10)
+    await engine.dispose()
+    return rows
+
+
+def render(rows: list[dict[str, Any]], meta: dict[str, Any], repeat: int) -> str:
+    lines = [
+        "# Search benchmark (THR-7)",
+        "",
+        f"Data: {meta['messages']:,} messages in {meta['threads']:,} threads over {DAYS} days, Zipf vocabulary "
+        f"(Dutch and English head, made-up tail), seed {meta['seed']}. Frequent word `{meta['frequent']}` is in "
+        f"{meta['frequent_docs']:,} messages; rare word `{meta['rare']}` in {meta['rare_docs']}.",
+        f"Machine: {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}, embedded "
+        f"PostgreSQL (pgserver). {repeat} runs per class and mode, interleaved; times in ms; page size {PAGE}.",
+        "",
+        "- raw: `SELECT … WHERE org_id = … AND text IS NOT NULL AND tsv @@ websearch_to_tsquery('simple', q) "
+        "ORDER BY created_at DESC LIMIT 20` on the same async session (one transaction per call).",
+        "- service: `threads.service.context` + `threads.service.search` (policy scope in SQL, one slice of "
+        "history, ts_headline snippets, UTF-16 highlights), one transaction per call, as a request runs it.",
+        "- http: `GET /thread-items?q=…` over loopback to uvicorn in the same process.",
+        "- hits: rows on the first page (the service reads one 7-day slice, so a rare word can come back short).",
+        "",
+        "| class | query | raw p50 | raw p95 | service p50 | service p95 | service/raw p50 | http p50 | http p95 "
+        "| hits raw/service | goal met |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['class']} | `{r['query']}` | {r['raw_p50']:.2f} | {r['raw_p95']:.2f} | {r['service_p50']:.2f} | "
+            f"{r['service_p95']:.2f} | {r['ratio']:.2f}× | {r['http_p50']:.2f} | {r['http_p95']:.2f} | "
+            f"{r['raw_hits']}/{r['service_hits']} | {'yes' if r['ok'] else 'no'} |")
+    lines += ["", "Goal per class: service p50 ≤ 1.2× raw and ≤ 20 ms, service p95 ≤ 100 ms.",
+              f"Run at {datetime.now(UTC).isoformat(timespec='seconds')}.", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    global MESSAGES, THREADS
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rebuild", action="store_true", help="regenerate the data set")
+    parser.add_argument("--repeat", type=int, default=40, help="runs per class and mode")
+    parser.add_argument("--messages", type=int, default=1_000_000, help="size of the data set")
+    parser.add_argument("--threads", type=int, default=20_000)
+    parser.add_argument("--pgdata", default=".coremem/bench-pg", help="where the scratch server keeps its data")
+    args = parser.parse_args()
+    MESSAGES, THREADS = args.messages, args.threads
+    warnings.simplefilter("ignore")
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    for noisy in ("httpx", "pgserver", "coremem"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    url, server = start_database(Path(args.pgdata))
+    try:
+        meta = build(url, args.rebuild)
+        rows = asyncio.run(measure(url, meta, args.repeat))
+        table = render(rows, meta, args.repeat)
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(table)
+        print(table)
+        print(f"saved to {RESULTS}")
+    finally:
+        server.cleanup()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""THR-7: search messages and refusals in exactly the threads GET /threads shows, newest first, by slices of days."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
+
+from tests.helpers import assert_error, bearer
+from tests.threads.util import append, msg, new_thread
+
+
+def utf16_slice(text: str, start: int, end: int) -> str:
+    """What a JavaScript string's `slice(start, end)` gives."""
+    return text.encode("utf-16-le")[start * 2:end * 2].decode("utf-16-le")
+
+
+def search(client, headers, query: str = "", **params):
+    url = "/thread-items?" + "&".join([f"q={quote(query)}"] * bool(query) +
+                                      [f"{k}={quote(str(v))}" for k, v in params.items()])
+    response = client.get(url, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def texts(page) -> list[str]:
+    return [hit["snippet"] for hit in page["data"]]
+
+
+def test_thr_7_syntax_scope_and_kinds(client, org):
+    key = bearer(org.key)
+    anna = bearer(org.key, "anna")
+    annas = new_thread(client, anna, metadata={"kanaal": "support"}, items=[
+        msg("user", "Wanneer komt mijn terugbetaling?"),
+        msg("assistant", "De terugbetaling volgt binnen vijf dagen, met koffie."),
+        {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": '{"q": "terugbetaling"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "terugbetaling gepland"},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "terugbetaling"}]},
+        {"type": "refusal", "refusal": "Over een terugbetaling van anderen zeg ik niets."},
+        msg("user", "Ik drink graag café au lait."),
+        msg("user", "Liever lait au café of thee."),
+    ])
+    bobs = new_thread(client, bearer(org.key, "bob"), items=[msg("user", "Bob wil ook een terugbetaling")])
+    shared = new_thread(client, key, items=[msg("developer", "Beleid voor elke terugbetaling")])
+
+    everyone = search(client, key, "terugbetaling")
+    # Messages and refusals only; tool calls, tool results and reasoning are never searched. Newest first.
+    assert [h["item_id"] for h in everyone["data"]] == [
+        shared["items"][0]["id"], bobs["items"][0]["id"], annas["items"][5]["id"], annas["items"][1]["id"],
+        annas["items"][0]["id"]]
+    refusal = everyone["data"][2]
+    assert refusal["type"] == "refusal" and refusal["role"] == "assistant" and refusal["thread_id"] == annas["id"]
+    assert set(refusal) >= {"thread_id", "item_id", "role", "created_at", "snippet", "highlights"}
+
+    # A request for Anna finds her threads and the shared one, as GET /threads shows her; never Bob's.
+    hers = {h["thread_id"] for h in search(client, anna, "terugbetaling")["data"]}
+    assert hers == {annas["id"], shared["id"]}
+    listed = {t["id"] for t in client.get("/threads", headers=anna).json()["data"]}
+    assert hers == listed
+
+    assert texts(search(client, key, '"café au lait"')) == ["Ik drink graag café au lait."]
+    assert len(search(client, key, "café lait")["data"]) == 2
+    assert texts(search(client, key, "thee or vijf")) == ["Liever lait au café of thee.",
+                                                          "De terugbetaling volgt binnen vijf dagen, met koffie."]
+    excluded = search(client, anna, "terugbetaling -koffie")
+    assert len(excluded["data"]) == 3 and all("koffie" not in s for s in texts(excluded))
+    assert_error(client.get("/thread-items?q=-koffie", headers=key), 400, code="exclusions_only", param="q")
+    assert_error(client.get(f"/thread-items?q={quote('-koffie -thee')}", headers=key), 400, code="exclusions_only")
+    assert_error(client.get("/thread-items", headers=key), 400, code="query_required")
+    assert_error(client.get("/thread-items?q=%20", headers=key), 400)
+
+    # Filters: thread, thread metadata, role, time.
+    assert len(search(client, key, "terugbetaling", thread_id=bobs["id"])["data"]) == 1
+    assert len(search(client, key, "terugbetaling", thread_metadata="kanaal:support")["data"]) == 3
+    assert texts(search(client, key, "terugbetaling", role="developer")) == ["Beleid voor elke terugbetaling"]
+    assert_error(client.get("/thread-items?q=x&role=system", headers=key), 422)
+    assert_error(client.get("/thread-items?q=x&from=2026-01-01T00:00:00", headers=key), 422)
+    future = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    assert search(client, key, "terugbetaling", **{"from": future})["data"] == []
+
+
+def test_thr_7_snippet_and_utf16_highlights(client, org):
+    key = bearer(org.key)
+    text = "😀 Héllo 👩‍👩‍👧 wereld, de CAFÉ crème kost € 3 en het café sluit 🎉 om café-tijd"
+    long = " ".join(f"woord{n}" for n in range(60)) + " naald " + " ".join(f"rest{n}" for n in range(60))
+    new_thread(client, key, items=[msg("user", text), msg("assistant", long)])
+    hit = search(client, key, "café")["data"][0]
+    assert hit["snippet"] == text
+    marked = [utf16_slice(hit["snippet"], h["start"], h["end"]) for h in hit["highlights"]]
+    assert marked == ["CAFÉ", "café", "café"]
+    # JavaScript counts the emoji as two code units each: the first highlight starts after them.
+    assert hit["highlights"][0]["start"] == hit["snippet"].encode("utf-16-le").find("CAFÉ".encode("utf-16-le")) // 2
+    phrase = search(client, key, '"crème kost"')["data"][0]
+    assert [utf16_slice(phrase["snippet"], h["start"], h["end"]) for h in phrase["highlights"]] == ["crème kost"]
+
+    needle = search(client, key, "naald")["data"][0]
+    words = needle["snippet"].split()
+    assert 20 <= len(words) <= 30 and "naald" in words  # about thirty words around the match
+    (span,) = needle["highlights"]
+    assert utf16_slice(needle["snippet"], span["start"], span["end"]) == "naald"
+
+
+def _age(db, item_id: str, days: float) -> None:
+    db.execute("UPDATE thread_items SET created_at = now() - make_interval(secs => %s) WHERE id = %s",
+               (days * 86400, item_id))
+
+
+def test_thr_7_pages_read_fixed_slices_with_searched_to(client, org, db):
+    key = bearer(org.key)
+    thread = new_thread(client, key, items=[msg("user", f"oud bericht {n}") for n in range(4)] +
+                        [msg("user", "uniek en oud"), msg("user", "ander recent bericht")])
+    ids = [i["id"] for i in thread["items"]]
+    _age(db, ids[0], 0.01)
+    _age(db, ids[1], 1)
+    _age(db, ids[2], 12)
+    _age(db, ids[3], 40)
+    _age(db, ids[4], 60)
+    _age(db, ids[5], 0.02)
+    today = datetime.now(UTC).date()
+
+    first = search(client, key, "bericht")
+    assert [h["item_id"] for h in first["data"]] == [ids[0], ids[5], ids[1]]
+    assert first["searched_to"] == str(today - timedelta(days=6)) and first["next_cursor"]
+    second = search(client, key, "bericht", cursor=first["next_cursor"])
+    # The next slice starts at the newest older message's day, so empty weeks cost no page.
+    assert [h["item_id"] for h in second["data"]] == [ids[2]]
+    assert second["searched_to"] == str(today - timedelta(days=12 + 6))
+    third = search(client, key, "bericht", cursor=second["next_cursor"])
+    assert [h["item_id"] for h in third["data"]] == [ids[3]]
+    assert third["next_cursor"] is not None  # the "uniek" message is older still
+    fourth = search(client, key, "bericht", cursor=third["next_cursor"])
+    assert fourth["data"] == [] and fourth["next_cursor"] is None
+
+    # A page can come back empty and still carry a cursor: the only match lies in an older slice.
+    empty = search(client, key, "uniek")
+    assert empty["data"] == [] and empty["next_cursor"] is not None
+    assert empty["searched_to"] == str(today - timedelta(days=6))
+    found = search(client, key, "uniek", cursor=empty["next_cursor"])
+    while not found["data"] and found["next_cursor"]:
+        found = search(client, key, "uniek", cursor=found["next_cursor"])
+    assert [h["item_id"] for h in found["data"]] == [ids[4]]
+
+    # `from` and `to` bound the search; `to` is exclusive.
+    bounded = search(client, key, "bericht", **{"from": (datetime.now(UTC) - timedelta(days=13)).isoformat(),
+                                                "to": (datetime.now(UTC) - timedelta(days=0.5)).isoformat()})
+    assert [h["item_id"] for h in bounded["data"]] == [ids[1]]
+    rest = search(client, key, "bericht", cursor=bounded["next_cursor"], **{
+        "from": (datetime.now(UTC) - timedelta(days=13)).isoformat()})
+    assert [h["item_id"] for h in rest["data"]] == [ids[2]] and rest["next_cursor"] is None
+
+
+def test_thr_7_full_pages_continue_inside_the_slice(client, org):
+    key = bearer(org.key)
+    thread = new_thread(client, key, items=[msg("user", f"zelfde woord {n}") for n in range(5)])
+    append(client, key, thread["id"], msg("user", "zelfde woord 5"))
+    seen: list[str] = []
+    page = search(client, key, "zelfde", limit=2)
+    while True:
+        if not seen:  # a full page with more in its slice searched back to its last hit's day
+            assert page["searched_to"] == page["data"][-1]["created_at"][:10]
+        seen += [h["item_id"] for h in page["data"]]
+        if not page["next_cursor"]:
+            break
+        page = search(client, key, "zelfde", limit=2, cursor=page["next_cursor"])
+    expected = client.get(f"/threads/{thread['id']}/items?order=desc", headers=key).json()["items"]
+    assert seen == [i["id"] for i in expected]
+    assert_error(client.get("/thread-items?q=x&cursor=bogus", headers=key), 400, code="invalid_cursor")
+
+
+def test_thr_7_deleted_threads_are_not_searched(client, org):
+    key = bearer(org.key)
+    thread = new_thread(client, key, items=[msg("user", "verdwijnwoord")])
+    assert len(search(client, key, "verdwijnwoord")["data"]) == 1
+    assert client.delete(f"/threads/{thread['id']}", headers=key).status_code == 204
+    assert search(client, key, "verdwijnwoord")["data"] == []

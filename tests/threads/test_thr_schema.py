@@ -1,0 +1,29 @@
+"""The thread tables: the migrations build exactly what the models describe (drift check), and 0003 reverses."""
+
+from __future__ import annotations
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import create_engine
+
+from backend.db import migrate
+from backend.db.engine import normalise_url
+from backend.db.schema import metadata
+
+
+def _drift(url: str) -> list[object]:
+    engine = create_engine(normalise_url(url))
+    try:
+        with engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_server_default": True})
+            return list(compare_metadata(context, metadata))
+    finally:
+        engine.dispose()
+
+
+def test_thr_schema_migrations_match_models_and_0003_reverses(database_url):
+    assert _drift(database_url) == []
+    migrate.command.downgrade(migrate.alembic_config(database_url), "0001")
+    assert migrate.current_revision(database_url) == "0001"
+    migrate.upgrade(database_url)
+    assert _drift(database_url) == []
