@@ -19,7 +19,10 @@ from backend.db.engine import make_engine, make_sessionmaker
 from backend.domains.audit.controller import AuditController
 from backend.domains.indexes.controller import IndexController
 from backend.domains.keys.controller import KeyController, OwnKeyController
+from backend.domains.memory.controller import MemoryController
 from backend.domains.orgs.controller import AdminController, OrgController
+from backend.domains.subjects.controller import SubjectController
+from backend.domains.tools.controller import ToolController
 from backend.errors import ApiError
 from backend.http import (
     handle_api_error,
@@ -85,7 +88,8 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
 
     return Litestar(
         route_handlers=[health, ready, AdminController, OrgController, KeyController, OwnKeyController,
-                        IndexController, AuditController],
+                        IndexController, AuditController, MemoryController, ToolController,
+                        SubjectController],
         dependencies={"db": Provide(provide_db), "principal": Provide(provide_principal)},
         exception_handlers={
             ApiError: handle_api_error,
