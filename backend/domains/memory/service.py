@@ -8,7 +8,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -146,10 +146,8 @@ def commitment_part(type_name: str, commitment: Commitment | msgspec.UnsetType |
         return {"status": "open", "due_at": None, "promised_to": None} if type_name == "commitment" else None
     if type_name != "commitment":
         raise ValidationFailed("`commitment` belongs to records of type `commitment` only.", param=param)
-    part: dict[str, Any] = msgspec.to_builtins(commitment)
-    part.setdefault("due_at", None)
-    part.setdefault("promised_to", None)
-    return part
+    due_at = commitment.due_at.astimezone(UTC).isoformat().replace("+00:00", "Z") if commitment.due_at else None
+    return {"status": commitment.status, "due_at": due_at, "promised_to": commitment.promised_to}
 
 
 # ---------------------------------------------------------------- policy
