@@ -102,6 +102,7 @@ def page_limit(limit: int | None, default: int = 50) -> int:
 _AT_PATH = re.compile(r"- at `\$(?P<path>[^`]*)`")
 _UNKNOWN_FIELD = re.compile(r"unknown field `(?P<name>[^`]+)`")
 _MISSING_FIELD = re.compile(r"missing required field `(?P<name>[^`]+)`")
+_MISSING_PARAM = re.compile(r"Missing required \w+ parameter '(?P<name>[^']+)'")
 
 
 def _json_path_to_param(path: str) -> str | None:
@@ -118,6 +119,9 @@ def _validation_param(message: str, key: str | None) -> str | None:
             return f"{base}.{found.group('name')}" if base else found.group("name")
     if base:
         return base
+    missing = _MISSING_PARAM.search(message)
+    if missing and key is None:
+        return missing.group("name")
     return key
 
 
