@@ -61,20 +61,32 @@ def effective_expr(half_lives: Mapping[str, float], table: Any = R) -> ColumnEle
 
 
 def min_confidence_clause(half_lives: Mapping[str, float], minimum: float) -> ColumnElement[bool]:
-    """effective >= minimum, written so each decaying type is a range on (org_id, index_id, type, updated_at).
+    """effective >= minimum, written so that every branch is an index range (MEM-9, docs/decisions.md).
 
-    Stored confidence is at most 1, so effective >= m needs age <= H * log2(1/m): that bound is sargable;
-    the exact comparison then runs only on the rows inside the range.
+    A decaying type t with half-life H: stored confidence is at most 1, so effective >= m needs
+    age <= H * log2(1/m), a range on (org_id, index_id, type, updated_at); the exact comparison then runs
+    only on the rows inside it. Every other type keeps its stored value: the types that do not decay are the
+    gaps between the decaying names, each a range on the same index's `type` column. So PostgreSQL can answer
+    a selective filter with a BitmapOr of index ranges, and a large result by walking the primary key.
     """
     if minimum <= 0:
         return true()
     branches: list[ColumnElement[bool]] = []
-    for type_name, h in sorted(half_lives.items()):
+    names = sorted(half_lives)
+    for type_name in names:
+        h = half_lives[type_name]
         max_age = timedelta(days=h * math.log2(1.0 / minimum))
         branches.append(and_(R.c.type == type_name, R.c.updated_at >= func.now() - literal(max_age),
                              effective_expr({type_name: h}) >= minimum))
-    plain = R.c.confidence >= minimum
-    branches.append(and_(R.c.type.not_in(sorted(half_lives)), plain) if half_lives else plain)
+    lower: str | None = None
+    for upper in [*names, None]:
+        gap = [R.c.confidence >= minimum]
+        if lower is not None:
+            gap.append(R.c.type > lower)
+        if upper is not None:
+            gap.append(R.c.type < upper)
+        branches.append(and_(*gap))
+        lower = upper
     return or_(*branches)
 
 
@@ -110,19 +122,22 @@ def active_now() -> list[ColumnElement[bool]]:
     return [R.c.status == "active", or_(R.c.expires_at.is_(None), R.c.expires_at > func.now())]
 
 
+def _jsonb(value: Any) -> Any:
+    return bindparam(None, value, type_=JSONB)
+
+
 def _label_has(column: Any, name: str, value: str) -> ColumnElement[bool]:
-    return or_(column.op("@>")(cast(json.dumps({name: value}), JSONB)),
-               column.op("@>")(cast(json.dumps({name: [value]}), JSONB)))
+    return or_(column.op("@>")(_jsonb({name: value})), column.op("@>")(_jsonb({name: [value]})))
 
 
 def _metadata_has(name: str, value: str) -> ColumnElement[bool]:
-    options = [R.c.metadata.op("@>")(cast(json.dumps({name: value}), JSONB))]
+    options = [R.c.metadata.op("@>")(_jsonb({name: value}))]
     try:  # `n:5` also matches the number 5, `flag:true` the boolean
         parsed = json.loads(value)
     except ValueError:
         parsed = None
     if parsed is not None and not isinstance(parsed, str):
-        options.append(R.c.metadata.op("@>")(cast(json.dumps({name: parsed}), JSONB)))
+        options.append(R.c.metadata.op("@>")(_jsonb({name: parsed})))
     return or_(*options)
 
 
@@ -386,7 +401,7 @@ def _without_participant(column: Any, subject_id: str) -> Any:
     values = column["participants"]
     remaining = func.coalesce(
         select(func.jsonb_agg(text("v"))).select_from(func.jsonb_array_elements_text(values).alias("v"))
-        .where(text("v <> :who").bindparams(who=subject_id)).scalar_subquery(), cast("[]", JSONB))
+        .where(text("v <> :who").bindparams(who=subject_id)).scalar_subquery(), func.jsonb_build_array())
     return case(
         (func.jsonb_typeof(values) == "array", column.op("||")(func.jsonb_build_object("participants", remaining))),
         else_=column.op("-")(literal("participants")),
