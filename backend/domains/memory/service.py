@@ -510,6 +510,8 @@ async def history(db: AsyncSession, r: Reader, record_id: str) -> dict[str, Any]
 async def expiring(db: AsyncSession, r: Reader, f: Filters, window: timedelta, cursor: Any,
                    limit: int) -> tuple[list[dict[str, Any]], bool]:
     check_subject_filter(r, f.subject)
+    if f.index_id is not None:
+        await indexes.reachable(db, r.scope, f.index_id)
     after = None
     if cursor is not None:
         try:
