@@ -269,7 +269,7 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
     else:
         dims = len(vector)
         qv = cast(bindparam("query_vector", vector, type_=Vector()), Vector(dims))
-        distance = cast(R.c.embedding, Vector(dims)).op("<=>")(qv)
+        distance = cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
         vec_hits = (select(R.c.id.label("id"), (1 - distance).label("similarity"))
                     .where(*where, func.vector_dims(R.c.embedding) == dims)
                     .order_by(distance).limit(CANDIDATES).subquery("vec_hits"))
