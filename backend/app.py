@@ -11,6 +11,7 @@ from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.datastructures import ResponseSpec
 from sqlalchemy import text
 
 from backend.config import Settings, get_settings
@@ -32,6 +33,7 @@ from backend.http import (
     provide_db,
     provide_principal,
 )
+from shared.schemas.common import ErrorBody
 from shared.schemas.platform import Health, Ready
 
 
@@ -41,7 +43,7 @@ async def health() -> Health:
 
 
 @get("/ready", tags=["operations"], summary="The database answers and migrations are current",
-     responses={503: None})  # type: ignore[dict-item]
+     responses={503: ResponseSpec(ErrorBody, description="The database does not answer or migrations are behind")})
 async def ready(state: State) -> Ready:
     head = migrate.head_revision()
     revision: str | None = None
