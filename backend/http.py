@@ -8,6 +8,7 @@ import logging
 import re
 import uuid
 from collections.abc import AsyncGenerator
+from datetime import datetime
 from typing import Any
 
 from litestar import Request, Response
@@ -20,7 +21,7 @@ from backend.access.principal import Principal
 from backend.access.subjects import SUBJECT_HEADER
 from backend.config import Settings
 from backend.domains.audit import service as audit
-from backend.errors import ApiError, BadRequest, PolicyDenied
+from backend.errors import ApiError, BadRequest, PolicyDenied, ValidationFailed
 
 log = logging.getLogger("coremem")
 MAX_PAGE = 200
@@ -180,6 +181,13 @@ def handle_internal(_: Request, exc: Exception) -> Response[Any]:
     log.error("unexpected error %s", error_id, exc_info=exc)
     return error_response(500, "internal_error", f"Something went wrong on our side; quote error id {error_id}.",
                           None, error_id=error_id)
+
+
+def require_offset(value: datetime | None, param: str) -> datetime | None:
+    """Query instants need their offset (PLT-15); Litestar does not apply msgspec's `tz` rule to query values."""
+    if value is not None and value.tzinfo is None:
+        raise ValidationFailed("An instant needs its offset, such as +02:00 or Z.", param=param)
+    return value
 
 
 def parse_pairs(values: list[str] | None, param: str) -> list[tuple[str, str]]:

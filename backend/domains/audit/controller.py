@@ -14,7 +14,7 @@ from backend.access.principal import Principal
 from backend.domains.audit import repository as repo
 from backend.domains.audit import service
 from backend.errors import BadRequest
-from backend.http import decode_cursor, encode_cursor, page_limit
+from backend.http import decode_cursor, encode_cursor, page_limit, require_offset
 from shared.schemas.common import Instant
 from shared.schemas.platform import AuditPage, ChainStatus
 
@@ -49,6 +49,7 @@ class AuditController(Controller):
         limit: int | None = None,
     ) -> AuditPage:
         principal.require_admin()
+        from_, to = require_offset(from_, "from"), require_offset(to, "to")
         size = page_limit(limit)
         before_seq = decode_cursor(cursor)
         if before_seq is not None and not isinstance(before_seq, int):
