@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Annotated, Any
 
 import msgspec
@@ -20,7 +20,7 @@ from backend.domains.memory import recall as recall_text
 from backend.domains.memory import service
 from backend.domains.memory.repository import Filters
 from backend.errors import BadRequest, ValidationFailed
-from backend.http import decode_cursor, encode_cursor, page_limit, parse_pairs
+from backend.http import decode_cursor, encode_cursor, page_limit, parse_pairs, require_offset
 from shared.schemas.common import Instant
 from shared.schemas.memory import (
     MemoryBatch,
@@ -67,22 +67,14 @@ def parse_window(within: str) -> timedelta:
     return window
 
 
-def _aware(value: datetime | None, param: str) -> datetime | None:
-    """Query instants need their offset too (PLT-15); Litestar does not apply msgspec's `tz` rule to them."""
-    if value is not None and value.tzinfo is None:
-        raise ValidationFailed("An instant needs its offset, such as +02:00 or Z.", param=param)
-    return value
-
-
 def _filters(index_id: str | None, type_: list[str] | None, subject: str | None, metadata: list[str] | None,
              label: list[str] | None, tag: list[str] | None, min_confidence: float | None, after: Any, before: Any,
              include_expired: bool, include_replaced: bool, q: str | None) -> Filters:
     return Filters(index_id=index_id, types=list(type_ or []), subject=subject,
                    metadata=parse_pairs(metadata, "metadata"), labels=parse_pairs(label, "label"),
                    tags=[t.strip().lower() for t in tag or [] if t.strip()], min_confidence=min_confidence,
-                   after=_aware(after, "after"), before=_aware(before, "before"), include_expired=include_expired,
-                   include_replaced=include_replaced,
-                   q=q or None)
+                   after=require_offset(after, "after"), before=require_offset(before, "before"),
+                   include_expired=include_expired, include_replaced=include_replaced, q=q or None)
 
 
 class MemoryController(Controller):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -257,7 +257,7 @@ async def bump_recall(db: AsyncSession, org_id: str, ids: Sequence[str]) -> None
 async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters, q: str,
                  vector: list[float] | None, limit: int) -> list[dict[str, Any]]:
     """Full-text hits blended with nearest vectors (MEM-13); both candidate sets are scoped in SQL."""
-    where = [*readable(scope), *filter_clauses(Filters(**{**f.__dict__, "q": None}), half_lives)]
+    where = [*readable(scope), *filter_clauses(replace(f, q=None), half_lives)]
     query_ts = tsquery(q)
     text_score = func.ts_rank_cd(R.c.search, query_ts, 32)
     text_hits = (select(R.c.id.label("id"), text_score.label("text_score"))
@@ -267,6 +267,8 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
         score: ColumnElement[Any] = text_hits.c.text_score
         hits = select(text_hits.c.id, score.label("score")).subquery("hits")
     else:
+        # An HNSW scan returns at most ef_search rows (pgvector 0.6): let it offer every candidate we take.
+        await db.execute(text(f"SET LOCAL hnsw.ef_search = {CANDIDATES}"))
         dims = len(vector)
         qv = cast(bindparam("query_vector", vector, type_=Vector()), Vector(dims))
         distance = cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)

@@ -461,10 +461,13 @@ async def audit_read(db: AsyncSession, r: Reader, route: str, ids: Sequence[str]
                        detail={"route": route, "filters": filters or {}, "ids": list(ids), "count": len(ids)})
 
 
-def check_subject_filter(r: Reader, subject: str | None) -> None:
-    if subject is not None and r.person is not None and not r.principal.is_admin:
+async def check_filters(db: AsyncSession, r: Reader, f: Filters) -> dict[str, Any] | None:
+    """A read's filters: `subject` only for requests naming nobody and administrators; a named index must be
+    reachable (404 otherwise). Returns that index."""
+    if f.subject is not None and r.person is not None and not r.principal.is_admin:
         raise Forbidden("The `subject` filter is for requests that name nobody and for administrators.",
                         param="subject", code="subject_filter_forbidden")
+    return await indexes.reachable(db, r.scope, f.index_id) if f.index_id is not None else None
 
 
 async def get(db: AsyncSession, r: Reader, record_id: str) -> dict[str, Any]:
@@ -475,9 +478,7 @@ async def get(db: AsyncSession, r: Reader, record_id: str) -> dict[str, Any]:
 
 async def list_records(db: AsyncSession, r: Reader, f: Filters, after_id: str | None, limit: int,
                        route: str = "GET /memory") -> tuple[list[dict[str, Any]], bool]:
-    check_subject_filter(r, f.subject)
-    if f.index_id is not None:
-        await indexes.reachable(db, r.scope, f.index_id)
+    await check_filters(db, r, f)
     rows = await repo.list_page(db, r.scope, r.half_lives, f, after_id, limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
@@ -509,9 +510,7 @@ async def history(db: AsyncSession, r: Reader, record_id: str) -> dict[str, Any]
 
 async def expiring(db: AsyncSession, r: Reader, f: Filters, window: timedelta, cursor: Any,
                    limit: int) -> tuple[list[dict[str, Any]], bool]:
-    check_subject_filter(r, f.subject)
-    if f.index_id is not None:
-        await indexes.reachable(db, r.scope, f.index_id)
+    await check_filters(db, r, f)
     after = None
     if cursor is not None:
         try:
@@ -528,9 +527,7 @@ async def expiring(db: AsyncSession, r: Reader, f: Filters, window: timedelta, c
 
 
 async def recall(db: AsyncSession, r: Reader, f: Filters, limit: int) -> tuple[list[dict[str, Any]], int, int]:
-    check_subject_filter(r, f.subject)
-    if f.index_id is not None:
-        await indexes.reachable(db, r.scope, f.index_id)
+    await check_filters(db, r, f)
     rows, total, verified = await repo.recall(db, r.scope, r.half_lives, f, limit)
     await count_recalls(db, r, [row["id"] for row in rows])
     await audit_read(db, r, "GET /memory/recall", [row["id"] for row in rows], describe_filters(r, f))
@@ -552,13 +549,11 @@ def query_for_embedding(q: str) -> str:
 async def search(db: AsyncSession, r: Reader, f: Filters, q: str, limit: int, *,
                  route: str = "GET /memory/search") -> list[dict[str, Any]]:
     """MEM-13: full text (web-search syntax) blended with vector similarity when the index embeds."""
-    check_subject_filter(r, f.subject)
+    index = await check_filters(db, r, f)
     vector = None
-    if f.index_id is not None:
-        index = await indexes.reachable(db, r.scope, f.index_id)
-        words = query_for_embedding(q)
-        if index.get("embedding") and words:
-            vector = (await embed(index, [words]))[0]
+    words = query_for_embedding(q)
+    if index is not None and index.get("embedding") and words:
+        vector = (await embed(index, [words]))[0]
     rows = await repo.search(db, r.scope, r.half_lives, f, q, vector, limit)
     await audit_read(db, r, route, [row["id"] for row in rows], describe_filters(r, f, q=True))
     return rows
