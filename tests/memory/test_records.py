@@ -336,3 +336,61 @@ def test_mem_18_verify_is_for_administrators_only(mem: Mem, client: Any, db: Any
     assert age_days > 2.9  # verification does not restart the decay age (MEM-9)
     assert client.get(f"/memory/{record['id']}", headers=mem.anna()).json()["verified"] is True
     assert_error(client.post("/memory/mem_00000000000000000000000000/verify", headers=mem.admin), 404)
+
+
+def test_mem_17_a_record_written_during_a_turn_keeps_its_provenance(mem: Mem, client: Any, settings: Any,
+                                                                   database_url: str) -> None:
+    """The turns domain runs the write tool with the turn's ids; the record keeps them (MEM-17)."""
+    import asyncio
+    import json
+
+    from backend.access import principal as principal_mod
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.domains.tools import service as tools
+
+    provenance = {"thread_id": "thr_01j0000000000000000000000a", "response_id": "resp_01j0000000000000000000000a",
+                  "item_id": "itm_01j0000000000000000000000a"}
+
+    async def during_a_turn() -> str:
+        engine = make_engine(database_url, pool_size=1)
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                principal = await principal_mod.resolve(
+                    session, secret=settings.secret, authorization=f"Bearer {mem.key}",
+                    subject_header=json.dumps({"id": "anna"}), org_header=None)
+                return await tools.call(session, principal, settings.secret, f"memory__{mem.index_id}__write",
+                                        {"type": "fact", "text": "Flies to Oslo on Monday."}, None,
+                                        provenance=provenance)
+        finally:
+            await engine.dispose()
+
+    answer = json.loads(asyncio.run(during_a_turn()))
+    record = client.get(f"/memory/{answer['memory_id']}", headers=mem.anna()).json()
+    assert record["provenance"] == provenance and record["source"] == "model"
+
+
+def test_mem_1_arbitrary_bodies_are_answered_never_with_500(org: Any, client: Any) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from tests.memory.conftest import make_index, writer_key
+
+    index_id = make_index(org)
+    headers = {"Authorization": f"Bearer {writer_key(org)}"}
+    scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40)
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8),
+                                                                                              inner, max_size=4),
+                          max_leaves=8)
+    fields = st.sampled_from(["type", "text", "metadata", "labels", "confidence", "key", "tags", "priority",
+                              "expires_at", "commitment", "episode", "subject"])
+    bodies = st.dictionaries(fields, values, max_size=6)
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(body=bodies)
+    def check(body: dict[str, Any]) -> None:
+        response = client.post("/memory", json={"index_id": index_id, **body}, headers=headers)
+        assert response.status_code in (200, 201, 400, 403, 404, 422), response.text
+        if response.status_code >= 400:
+            assert response.json()["param"] is not None, response.text
+
+    check()
