@@ -114,9 +114,14 @@ def test_mem_21_write_tool_creates_confirms_and_replaces(mem: Mem, client: Any, 
     assert_error(call(client, mem, "write", {"type": "preference", "text": "Bob's fix",
                                              "replaces": fixed["memory_id"]}, mem.bob()), 404,
                  param="arguments.replaces")
-    shared = mem.write(mem.nobody, "Office opens at nine.")
+    shared = mem.write(mem.nobody, "Office opens at nine.", labels={"audience": "everyone"})
     assert_error(call(client, mem, "write", {"type": "fact", "text": "Office opens at ten.",
                                              "replaces": shared["id"]}, mem.anna()), 403)
+    # The application corrects the shared record: the correction keeps its owner (nobody) and labels.
+    corrected = output(call(client, mem, "write", {"type": "fact", "text": "Office opens at ten.",
+                                                   "replaces": shared["id"]}, mem.nobody))
+    record = client.get(f"/memory/{corrected['memory_id']}", headers=mem.nobody).json()
+    assert (record["subject"], record["labels"], record["replaces"]) == (None, {"audience": "everyone"}, shared["id"])
 
 
 def test_mem_21_write_tool_refuses_types_and_bad_arguments(mem: Mem, client: Any, db: Any) -> None:

@@ -216,8 +216,7 @@ class Prepared:
 
 async def prepare(db: AsyncSession, r: Reader, body: MemoryCreate, *, source: str, prefix: str = "",
                   index_cache: dict[str, dict[str, Any]] | None = None,
-                  provenance: dict[str, Any] | None = None, owner: str | msgspec.UnsetType | None = msgspec.UNSET,
-                  ) -> Prepared:
+                  provenance: dict[str, Any] | None = None) -> Prepared:
     cache = index_cache if index_cache is not None else {}
     type_name = check_type(body.type, f"{prefix}type")
     metadata = check_metadata(body.metadata, f"{prefix}metadata") if body.metadata is not msgspec.UNSET else {}
@@ -231,7 +230,7 @@ async def prepare(db: AsyncSession, r: Reader, body: MemoryCreate, *, source: st
     confidence = body.confidence if body.confidence is not msgspec.UNSET else DEFAULT_CONFIDENCE[source]
     values = {
         "org_id": r.org_id, "index_id": body.index_id,
-        "subject": r.person if owner is msgspec.UNSET else owner,
+        "subject": r.person,
         "type": type_name, "text": body.text, "norm_hash": norm_hash(body.text), "metadata": metadata,
         "labels": labels, "confidence": float(confidence), "source": source, "verified": source == "admin",
         "key": body.key if body.key is not msgspec.UNSET else None, "tags": tags,
@@ -285,6 +284,9 @@ async def _upsert_keyed(db: AsyncSession, r: Reader, item: Prepared) -> tuple[st
         existing = await repo.find_by_key(db, r.org_id, v["index_id"], v["subject"], v["type"], v["key"])
         if existing is not None:
             check_change(r, existing, "write")
+            if "labels" not in item.given:  # the record keeps its labels: judge the write on those
+                check_write(r, existing["subject"], existing["labels"], object_id=existing["id"],
+                            detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
             changes = {"text": v["text"], "norm_hash": v["norm_hash"], "source": v["source"]}
             changes.update({name: v[name] for name in item.given})
             if item.index.get("embedding"):
@@ -414,7 +416,9 @@ async def replace(db: AsyncSession, r: Reader, old_id: str, item: Prepared, *, p
     if old["status"] != "active":
         raise Conflict(f"The record {old_id!r} was already replaced.", param=param, code="already_replaced")
     check_change(r, old, "write")
+    # The correction keeps the corrected record's owner and labels, so it reaches the same readers.
     item.values["subject"] = old["subject"]
+    item.values["labels"] = old["labels"]
     ids, _ = await write(db, r, [item])
     new_id_ = ids[0]
     await repo.update_record(db, r.org_id, new_id_, {"replaces": old_id}, touch=False, bump=False)
