@@ -28,7 +28,7 @@ def rows_mentioning(db: Any, needle: str) -> dict[str, int]:
 
 
 def test_mem_19_erasure_leaves_no_trace_and_keeps_shared_records(mem: Mem, client: Any, db: Any,
-                                                                 settings: Any) -> None:
+                                                                 settings: Any, other_org: Any) -> None:
     canary = f"canary{uuid.uuid4().hex[:12]}"
     zoe = f"zoe-{canary}"
     as_zoe = bearer(mem.key, zoe)
@@ -62,6 +62,10 @@ def test_mem_19_erasure_leaves_no_trace_and_keeps_shared_records(mem: Mem, clien
     assert_error(client.delete(f"/subjects/{zoe}", headers=bearer(mem.key, "bob")), 403)
     no_management = mem.org.make_key(capabilities=["knowledge", "memory"])["secret"]
     assert_error(client.delete(f"/subjects/{zoe}", headers=bearer(no_management)), 403)
+
+    elsewhere = client.delete(f"/subjects/{zoe}", headers=other_org.admin)  # another organisation's person
+    assert elsewhere.status_code == 200 and elsewhere.json()["counts"]["memory_records"] == 0
+    assert mem.list(mem.nobody, subject=zoe) != []
 
     response = client.delete(f"/subjects/{zoe}", headers=mem.admin)
     assert response.status_code == 200, response.text
