@@ -97,35 +97,26 @@ def test_mem_19_erasure_leaves_no_trace_and_keeps_shared_records(mem: Mem, clien
 def test_mem_19_work_that_began_before_the_erasure_cannot_write_her_back(mem: Mem, client: Any, db: Any,
                                                                          settings: Any, database_url: str) -> None:
     """A transaction that started before the erasure and writes for her afterwards is refused (409)."""
-    from backend.access import principal as principal_mod
-    from backend.db.engine import make_engine, make_sessionmaker
     from backend.domains.memory import service
     from backend.errors import Conflict
     from shared.schemas.memory import MemoryCreate
+    from tests.memory.conftest import in_transaction
 
     person = f"late-{uuid.uuid4().hex[:8]}"
     mem.write(bearer(mem.key, person), "written before")
 
-    async def scenario() -> str:
-        engine = make_engine(database_url, pool_size=1)
-        try:
-            async with make_sessionmaker(engine)() as session, session.begin():
-                principal = await principal_mod.resolve(
-                    session, secret=settings.secret, authorization=f"Bearer {mem.key}",
-                    subject_header=json.dumps({"id": person}), org_header=None)
-                reader = await service.reader(session, principal, settings.secret)
-                # The erasure commits while this transaction is open.
-                erased = await asyncio.to_thread(client.delete, f"/subjects/{person}", headers=mem.admin)
-                assert erased.status_code == 200, erased.text
-                body = MemoryCreate(index_id=mem.index_id, type="fact", text="written after")
-                item = await service.prepare(session, reader, body, source="api")
-                with pytest.raises(Conflict) as refused:
-                    await service.write(session, reader, [item])
-                return refused.value.code
-        finally:
-            await engine.dispose()
+    async def scenario(session: Any, principal: Any) -> str:
+        reader = await service.reader(session, principal, settings.secret)
+        # The erasure commits while this transaction is open.
+        erased = await asyncio.to_thread(client.delete, f"/subjects/{person}", headers=mem.admin)
+        assert erased.status_code == 200, erased.text
+        item = await service.prepare(session, reader, MemoryCreate(index_id=mem.index_id, type="fact",
+                                                                   text="written after"), source="api")
+        with pytest.raises(Conflict) as refused:
+            await service.write(session, reader, [item])
+        return refused.value.code
 
-    assert asyncio.run(scenario()) == "subject_erased"
+    assert in_transaction(database_url, settings.secret, mem.key, person, scenario) == "subject_erased"
     assert mem.list(mem.nobody, subject=person) == []
     # A request that starts after the erasure may write for the same id again: it is a new start.
     assert mem.write(bearer(mem.key, person), "a new start")["subject"] == person

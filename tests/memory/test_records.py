@@ -341,30 +341,19 @@ def test_mem_18_verify_is_for_administrators_only(mem: Mem, client: Any, db: Any
 def test_mem_17_a_record_written_during_a_turn_keeps_its_provenance(mem: Mem, client: Any, settings: Any,
                                                                    database_url: str) -> None:
     """The turns domain runs the write tool with the turn's ids; the record keeps them (MEM-17)."""
-    import asyncio
     import json
 
-    from backend.access import principal as principal_mod
-    from backend.db.engine import make_engine, make_sessionmaker
     from backend.domains.tools import service as tools
+    from tests.memory.conftest import in_transaction
 
     provenance = {"thread_id": "thr_01j0000000000000000000000a", "response_id": "resp_01j0000000000000000000000a",
                   "item_id": "itm_01j0000000000000000000000a"}
 
-    async def during_a_turn() -> str:
-        engine = make_engine(database_url, pool_size=1)
-        try:
-            async with make_sessionmaker(engine)() as session, session.begin():
-                principal = await principal_mod.resolve(
-                    session, secret=settings.secret, authorization=f"Bearer {mem.key}",
-                    subject_header=json.dumps({"id": "anna"}), org_header=None)
-                return await tools.call(session, principal, settings.secret, f"memory__{mem.index_id}__write",
-                                        {"type": "fact", "text": "Flies to Oslo on Monday."}, None,
-                                        provenance=provenance)
-        finally:
-            await engine.dispose()
+    async def during_a_turn(session: Any, principal: Any) -> str:
+        return await tools.call(session, principal, settings.secret, f"memory__{mem.index_id}__write",
+                                {"type": "fact", "text": "Flies to Oslo on Monday."}, None, provenance=provenance)
 
-    answer = json.loads(asyncio.run(during_a_turn()))
+    answer = json.loads(in_transaction(database_url, settings.secret, mem.key, "anna", during_a_turn))
     record = client.get(f"/memory/{answer['memory_id']}", headers=mem.anna()).json()
     assert record["provenance"] == provenance and record["source"] == "model"
 

@@ -118,8 +118,12 @@ def readable(scope: Scope) -> list[ColumnElement[bool]]:
     return [_visible(scope, R)]
 
 
+def unexpired() -> ColumnElement[bool]:
+    return or_(R.c.expires_at.is_(None), R.c.expires_at > func.now())
+
+
 def active_now() -> list[ColumnElement[bool]]:
-    return [R.c.status == "active", or_(R.c.expires_at.is_(None), R.c.expires_at > func.now())]
+    return [R.c.status == "active", unexpired()]
 
 
 def _jsonb(value: Any) -> Any:
@@ -180,7 +184,7 @@ def filter_clauses(f: Filters, half_lives: Mapping[str, float]) -> list[ColumnEl
     if f.before is not None:
         where.append(R.c.created_at < f.before)
     if not f.include_expired:
-        where.append(or_(R.c.expires_at.is_(None), R.c.expires_at > func.now()))
+        where.append(unexpired())
     if not f.include_replaced:
         where.append(R.c.status == "active")
     if f.q:
@@ -363,11 +367,6 @@ async def delete_record(db: AsyncSession, org_id: str, record_id: str) -> None:
     await db.execute(update(R).where(R.c.org_id == org_id, R.c.contested_with == record_id)
                      .values(contested=False, contested_with=None))
     await db.execute(delete(R).where(R.c.org_id == org_id, R.c.id == record_id))
-
-
-async def set_embeddings(db: AsyncSession, org_id: str, vectors: Mapping[str, list[float]]) -> None:
-    for record_id, vector in vectors.items():
-        await db.execute(update(R).where(R.c.org_id == org_id, R.c.id == record_id).values(embedding=vector))
 
 
 # ---------------------------------------------------------------- erasure (MEM-19)
