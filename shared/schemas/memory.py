@@ -33,33 +33,31 @@ class Commitment(Model):
     promised_to: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | None = None
 
 
-class MemoryCreate(Model):
-    index_id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
-    type: MemoryType
-    text: MemoryText
+class MemoryFields(Model):
+    """The fields a write may set and a PATCH may change; unsent ones are UNSET."""
+
     metadata: JSONObject | UnsetType = UNSET
     labels: dict[str, LabelValue] | UnsetType = UNSET
     confidence: Confidence | UnsetType = UNSET
-    key: RecordKey | UnsetType = UNSET
     tags: Tags | UnsetType = UNSET
     priority: Priority | UnsetType = UNSET
     expires_at: Instant | UnsetType | None = UNSET
     commitment: Commitment | UnsetType | None = UNSET
+
+
+class MemoryCreate(MemoryFields, kw_only=True):
+    index_id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    type: MemoryType
+    text: MemoryText
+    key: RecordKey | UnsetType = UNSET
 
 
 class MemoryBatch(Model):
     records: Annotated[list[MemoryCreate], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
 
 
-class MemoryPatch(Model):
+class MemoryPatch(MemoryFields, kw_only=True):
     text: MemoryText | UnsetType = UNSET
-    metadata: JSONObject | UnsetType = UNSET
-    labels: dict[str, LabelValue] | UnsetType = UNSET
-    confidence: Confidence | UnsetType = UNSET
-    tags: Tags | UnsetType = UNSET
-    priority: Priority | UnsetType = UNSET
-    expires_at: Instant | UnsetType | None = UNSET
-    commitment: Commitment | UnsetType | None = UNSET
 
 
 class MemoryOut(Model):
