@@ -384,3 +384,30 @@ def test_mem_1_arbitrary_bodies_are_answered_never_with_500(org: Any, client: An
             assert response.json()["param"] is not None, response.text
 
     check()
+
+
+def test_plt_14_a_nul_character_anywhere_is_422_naming_where(mem: Mem, client: Any, db: Any) -> None:
+    """PostgreSQL cannot store U+0000; it must be refused as bad input, never reach SQL as a 500."""
+    record = mem.write(mem.anna(), "fine")
+    for change, param in [({"text": "a\x00b"}, "text"), ({"metadata": {"k": ["ok", "a\x00"]}}, "metadata.k[1]"),
+                          ({"metadata": {"k\x00": 1}}, "metadata.k\x00"), ({"tags": ["a\x00"]}, "tags[0]"),
+                          ({"key": "k\x00"}, "key"), ({"labels": {"x": "\x00y"}}, "labels.x")]:
+        body = {"index_id": mem.index_id, "type": "fact", "text": "t", **change}
+        assert_error(client.post("/memory", json=body, headers=mem.anna()), 422, param=param)
+    assert_error(client.post("/memory/batch", json={"records": [{"index_id": mem.index_id, "type": "fact",
+                                                                 "text": "\x00"}]}, headers=mem.anna()),
+                 422, param="records[0].text")
+    assert_error(client.patch(f"/memory/{record['id']}", json={"text": "\x00"}, headers=mem.anna()), 422,
+                 param="text")
+    for path, params, param in [("/memory", {"q": "a\x00"}, "q"), ("/memory", {"metadata": "k:\x00"}, "metadata"),
+                                ("/memory/search", {"q": "\x00"}, "q"), ("/memory/by-tag", {"tag": "\x00"}, "tag"),
+                                ("/memory/recall", {"index_id": "idx\x00"}, "index_id"),
+                                ("/memory/expiring", {"within": "7d", "type": ["fact", "\x00"]}, "type"),
+                                ("/memory/mem%00x", {}, "record_id"), ("/memory/mem%00x/history", {}, "record_id")]:
+        assert_error(client.get(path, params=params, headers=mem.anna()), 422, param=param)
+    assert_error(client.delete("/memory/mem%00x", headers=mem.anna()), 422, param="record_id")
+    assert_error(client.post(mem.tool("search"), json={"arguments": {"query": "\x00"}}, headers=mem.anna()), 422,
+                 param="arguments.query")
+    assert_error(client.post(mem.tool("write"), json={"arguments": {"type": "fact", "text": "\x00"}},
+                             headers=mem.anna()), 422, param="arguments.text")
+    assert mem.counts(db)[0] == 1

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
+from litestar import Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.labels import check_labels
@@ -102,6 +103,28 @@ def version_document(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- validation
+
+def reject_nul(value: Any, param: str) -> None:
+    """PostgreSQL stores no NUL character in text or jsonb: refuse it with 422 naming where it is (PLT-14)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValidationFailed("Text may not contain the NUL character (U+0000).", param=param or None)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{param}.{key}" if param else str(key)
+            reject_nul(key, path)
+            reject_nul(item, path)
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            reject_nul(item, f"{param}[{i}]")
+
+
+async def refuse_nul_in_url(request: Request[Any, Any, Any]) -> None:
+    """`before_request` of the memory, tools and subjects routes: a NUL in a query or path value is a 422."""
+    for name, value in [*request.query_params.multi_items(), *request.path_params.items()]:
+        if isinstance(value, str):
+            reject_nul(value, name)
+
 
 def normalised_text(text: str) -> str:
     """What counts as "the same words": case, runs of white space and closing punctuation do not matter."""
@@ -218,6 +241,7 @@ async def prepare(db: AsyncSession, r: Reader, body: MemoryCreate, *, source: st
                   index_cache: dict[str, dict[str, Any]] | None = None,
                   provenance: dict[str, Any] | None = None) -> Prepared:
     cache = index_cache if index_cache is not None else {}
+    reject_nul(msgspec.to_builtins(body), prefix.rstrip("."))
     type_name = check_type(body.type, f"{prefix}type")
     metadata = check_metadata(body.metadata, f"{prefix}metadata") if body.metadata is not msgspec.UNSET else {}
     labels = check_labels(body.labels if body.labels is not msgspec.UNSET else None, r.org.get("vocabulary"),
@@ -330,6 +354,7 @@ async def _reachable(db: AsyncSession, r: Reader, record_id: str, *, for_update:
 
 async def patch(db: AsyncSession, r: Reader, record_id: str, body: MemoryPatch) -> dict[str, Any]:
     """MEM-7: every PATCH writes a history version and restarts the decay age."""
+    reject_nul(msgspec.to_builtins(body), "")
     changes: dict[str, Any] = {}
     if body.text is not msgspec.UNSET:
         changes["text"], changes["norm_hash"] = body.text, norm_hash(body.text)

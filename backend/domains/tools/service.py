@@ -69,6 +69,7 @@ async def call(db: AsyncSession, principal: Principal, secret: str, name: str, a
                timezone: str | None, *, provenance: dict[str, Any] | None = None) -> str:
     """Run a memory tool; errors are ApiErrors naming `arguments.…` (inside a turn: see tool_error_output)."""
     r = await memory.reader(db, principal, secret)
+    memory.reject_nul(arguments, "arguments")
     parsed = mt.parse_name(name)
     if parsed is None:
         raise NotFound(f"There is no tool named {name!r}.", param="name", code="tool_not_found")
