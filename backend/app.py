@@ -32,6 +32,7 @@ from backend.http import (
     handle_validation,
     provide_db,
     provide_principal,
+    refuse_nul_in_url,
 )
 from shared.schemas.common import ErrorBody
 from shared.schemas.platform import Health, Ready
@@ -93,6 +94,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
                         IndexController, AuditController, MemoryController, ToolController,
                         SubjectController],
         dependencies={"db": Provide(provide_db), "principal": Provide(provide_principal)},
+        before_request=refuse_nul_in_url,
         exception_handlers={
             ApiError: handle_api_error,
             ValidationException: handle_validation,
