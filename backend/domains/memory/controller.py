@@ -19,7 +19,6 @@ from backend.access.principal import Principal
 from backend.domains.memory import recall as recall_text
 from backend.domains.memory import service
 from backend.domains.memory.repository import Filters
-from backend.domains.memory.service import refuse_nul_in_url
 from backend.errors import BadRequest, ValidationFailed
 from backend.http import decode_cursor, encode_cursor, page_limit, parse_pairs, require_offset
 from shared.schemas.common import Instant
@@ -79,7 +78,6 @@ def _filters(index_id: str | None, type_: list[str] | None, subject: str | None,
 
 
 class MemoryController(Controller):
-    before_request = staticmethod(refuse_nul_in_url)
     path = "/memory"
     tags = ["memory"]
 

@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
-from litestar import Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.labels import check_labels
@@ -26,7 +25,7 @@ from backend.domains.memory import repository as repo
 from backend.domains.memory.repository import Filters
 from backend.domains.orgs import repository as orgs_repo
 from backend.errors import BadRequest, Conflict, Forbidden, NotFound, ValidationFailed
-from backend.http import deny
+from backend.http import NUL_MESSAGE, deny
 from backend.ids import new_id
 from backend.providers.embeddings import EmbeddingError, provider_for
 from shared.schemas.memory import MAX_METADATA_BYTES, Commitment, MemoryCreate, MemoryPatch
@@ -108,7 +107,7 @@ def reject_nul(value: Any, param: str) -> None:
     """PostgreSQL stores no NUL character in text or jsonb: refuse it with 422 naming where it is (PLT-14)."""
     if isinstance(value, str):
         if "\x00" in value:
-            raise ValidationFailed("Text may not contain the NUL character (U+0000).", param=param or None)
+            raise ValidationFailed(NUL_MESSAGE, param=param or None)
     elif isinstance(value, dict):
         for key, item in value.items():
             path = f"{param}.{key}" if param else str(key)
@@ -117,13 +116,6 @@ def reject_nul(value: Any, param: str) -> None:
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
             reject_nul(item, f"{param}[{i}]")
-
-
-async def refuse_nul_in_url(request: Request[Any, Any, Any]) -> None:
-    """`before_request` of the memory, tools and subjects routes: a NUL in a query or path value is a 422."""
-    for name, value in [*request.query_params.multi_items(), *request.path_params.items()]:
-        if isinstance(value, str):
-            reject_nul(value, name)
 
 
 def normalised_text(text: str) -> str:

@@ -7,13 +7,11 @@ from litestar.datastructures import State
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.principal import Principal
-from backend.domains.memory.service import refuse_nul_in_url
 from backend.domains.subjects import service
 from shared.schemas.memory import ErasureOut
 
 
 class SubjectController(Controller):
-    before_request = staticmethod(refuse_nul_in_url)
     path = "/subjects"
     tags = ["subjects"]
 

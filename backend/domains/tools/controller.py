@@ -11,13 +11,11 @@ from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.principal import Principal
-from backend.domains.memory.service import refuse_nul_in_url
 from backend.domains.tools import service
 from shared.schemas.memory import ToolCall, ToolPage, ToolResult
 
 
 class ToolController(Controller):
-    before_request = staticmethod(refuse_nul_in_url)
     path = "/tools"
     tags = ["tools"]
 
