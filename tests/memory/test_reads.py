@@ -36,6 +36,7 @@ def test_mem_6_every_filter(mem: Mem, client: Any, db: Any) -> None:
     assert ids(metadata="customer:acme") == {a["id"]}
     assert ids(metadata=["customer:acme", "n:5"]) == {a["id"]}
     assert ids(metadata=["customer:acme", "n:6"]) == set()
+    assert ids(metadata="n:1e999") == set() and ids(metadata="n:NaN") == set()
     assert ids(label="department:payroll") == {a["id"]}
     assert ids(label="audience:everyone") == {s["id"]}
     assert ids(tag="DRINKS") == {a["id"], b["id"]}

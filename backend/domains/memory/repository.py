@@ -140,6 +140,8 @@ def _metadata_has(name: str, value: str) -> ColumnElement[bool]:
         parsed = json.loads(value)
     except ValueError:
         parsed = None
+    if isinstance(parsed, float) and not math.isfinite(parsed):
+        parsed = None  # `1e999`: no JSON number equals it
     if parsed is not None and not isinstance(parsed, str):
         options.append(R.c.metadata.op("@>")(_jsonb({name: parsed})))
     return or_(*options)
