@@ -411,3 +411,21 @@ def test_plt_14_a_nul_character_anywhere_is_422_naming_where(mem: Mem, client: A
     assert_error(client.post(mem.tool("write"), json={"arguments": {"type": "fact", "text": "\x00"}},
                              headers=mem.anna()), 422, param="arguments.text")
     assert mem.counts(db)[0] == 1
+
+
+def test_mem_4_concurrent_key_upserts_never_duplicate(mem: Mem, live_api: str, db: Any) -> None:
+    """Twelve requests with the same key at once, over real HTTP: one record, one version per request."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    def post(i: int) -> int:
+        body = {"index_id": mem.index_id, "type": "fact", "key": "race", "text": f"attempt {i}"}
+        return httpx.post(f"{live_api}/memory", json=body, headers=mem.anna(), timeout=30).status_code
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        statuses = sorted(pool.map(post, range(12)))
+    assert statuses == [200] * 11 + [201]
+    rows = db.execute("SELECT id, version FROM memory_records WHERE index_id = %s", (mem.index_id,)).fetchall()
+    assert len(rows) == 1 and rows[0][1] == 12
+    assert mem.counts(db) == (1, 12)

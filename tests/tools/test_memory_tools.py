@@ -128,6 +128,14 @@ def test_mem_21_write_tool_refuses_types_and_bad_arguments(mem: Mem, client: Any
     episode = call(client, mem, "write", {"type": "episode", "text": "A session."}, mem.anna())
     body = assert_error(episode, 422, param="arguments.type")
     assert "fact, preference, commitment, behaviour" in body["message"]
+    # Inside a turn the same refusal is a tool error the model reads.
+    from backend.domains.tools.service import tool_error_output
+    from backend.errors import ValidationFailed
+
+    model_reads = json.loads(tool_error_output(ValidationFailed(body["message"], param=body["param"],
+                                                                code=body["code"])))
+    assert model_reads == {"error": {"code": "type_not_allowed", "message": body["message"],
+                                     "param": "arguments.type"}}
     assert_error(call(client, mem, "write", {"type": "identity", "text": "x"}, mem.anna()), 422,
                  param="arguments.type")
     for arguments, param in [
