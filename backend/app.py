@@ -20,9 +20,12 @@ from backend.db.engine import make_engine, make_sessionmaker
 from backend.domains.audit.controller import AuditController
 from backend.domains.indexes.controller import IndexController
 from backend.domains.keys.controller import KeyController, OwnKeyController
+from backend.domains.memory.controller import MemoryController
 from backend.domains.orgs.controller import AdminController, OrgController
 from backend.domains.stores.controller import StoreController
+from backend.domains.subjects.controller import SubjectController
 from backend.domains.threads.controller import ThreadController, ThreadItemSearchController
+from backend.domains.tools.controller import ToolController
 from backend.errors import ApiError
 from backend.http import (
     handle_api_error,
@@ -31,6 +34,7 @@ from backend.http import (
     handle_validation,
     provide_db,
     provide_principal,
+    refuse_nul_in_url,
 )
 from shared.schemas.common import ErrorBody
 from shared.schemas.platform import Health, Ready
@@ -90,8 +94,9 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
     return Litestar(
         route_handlers=[health, ready, AdminController, OrgController, KeyController, OwnKeyController,
                         IndexController, AuditController, StoreController, ThreadController,
-                        ThreadItemSearchController],
+                        ThreadItemSearchController, MemoryController, ToolController, SubjectController],
         dependencies={"db": Provide(provide_db), "principal": Provide(provide_principal)},
+        before_request=refuse_nul_in_url,
         exception_handlers={
             ApiError: handle_api_error,
             ValidationException: handle_validation,

@@ -14,6 +14,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access import principal as principal_mod
@@ -102,6 +103,7 @@ def page_limit(limit: int | None, default: int = 50) -> int:
 _AT_PATH = re.compile(r"- at `\$(?P<path>[^`]*)`")
 _UNKNOWN_FIELD = re.compile(r"unknown field `(?P<name>[^`]+)`")
 _MISSING_FIELD = re.compile(r"missing required field `(?P<name>[^`]+)`")
+_MISSING_PARAM = re.compile(r"Missing required \w+ parameter '(?P<name>[^']+)'")
 
 
 def _json_path_to_param(path: str) -> str | None:
@@ -119,7 +121,12 @@ def _validation_param(message: str, key: str | None) -> str | None:
         found = pattern.search(message)
         if found:
             return f"{base}.{found.group('name')}" if base else found.group("name")
-    return base
+    if base:
+        return base
+    missing = _MISSING_PARAM.search(message)
+    if missing and key is None:
+        return missing.group("name")
+    return None
 
 
 def error_response(status: int, code: str, message: str, param: str | None = None, *,
@@ -179,7 +186,26 @@ def handle_http(_: Request, exc: HTTPException) -> Response[Any]:
     return error_response(status, _STATUS_CODES.get(status, "error"), message, None)
 
 
+NUL_MESSAGE = "Text may not contain the NUL character (U+0000)."
+
+
+def _is_nul_refusal(exc: Exception) -> bool:
+    """PostgreSQL stores no U+0000 in text or jsonb; psycopg or the server refuses it when a statement runs."""
+    orig = getattr(exc, "orig", None) or exc.__cause__
+    message = str(orig) if orig is not None else ""
+    return isinstance(exc, DBAPIError) and ("NUL (0x00)" in message or "\\u0000" in message)
+
+
+async def refuse_nul_in_url(request: Request[Any, Any, Any]) -> None:
+    """App-wide `before_request`: a NUL in a query or path value is bad input (422 naming it), not a 500."""
+    for name, value in [*request.query_params.multi_items(), *request.path_params.items()]:
+        if isinstance(value, str) and "\x00" in value:
+            raise ValidationFailed(NUL_MESSAGE, param=name)
+
+
 def handle_internal(_: Request, exc: Exception) -> Response[Any]:
+    if _is_nul_refusal(exc):
+        return error_response(422, "validation_failed", NUL_MESSAGE, None)
     error_id = uuid.uuid4().hex
     log.error("unexpected error %s", error_id, exc_info=exc)
     return error_response(500, "internal_error", f"Something went wrong on our side; quote error id {error_id}.",

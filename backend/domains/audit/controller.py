@@ -49,8 +49,7 @@ class AuditController(Controller):
         limit: int | None = None,
     ) -> AuditPage:
         principal.require_admin()
-        require_offset(from_, "from")
-        require_offset(to, "to")
+        from_, to = require_offset(from_, "from"), require_offset(to, "to")
         size = page_limit(limit)
         before_seq = decode_cursor(cursor)
         if before_seq is not None and not isinstance(before_seq, int):

@@ -1,7 +1,7 @@
 """conversation threads: threads, items, notes, working states, summaries (05-threads.md)
 
 Revision ID: 0003
-Revises: 0001
+Revises: 0002
 Create Date: 2026-12-02 10:28:05.561544
 """
 
@@ -13,7 +13,7 @@ from sqlalchemy.dialects import postgresql
 
 # Self-contained: it needs only the foundation (0001); the merger relinks it after 0002.
 revision = "0003"
-down_revision = "0001"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 

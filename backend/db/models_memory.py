@@ -1,0 +1,141 @@
+"""ORM models of memory records (MEM-1 … MEM-19): records, their versions, and erased people.
+
+Every key and index starts with `org_id` (house rule 5). The embedding column is an untyped pgvector
+`vector` because each index chooses its own dimensions; the HNSW indexes are partial expression indexes,
+one per common dimension, that a query uses when it casts to the same `vector(d)` (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    Boolean,
+    Computed,
+    DateTime,
+    Double,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    Text,
+    func,
+    literal_column,
+)
+from sqlalchemy import text as sql_text
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
+from sqlalchemy.orm import Mapped, mapped_column
+
+from backend.db.models import Base
+
+# Dimensions that get an approximate-nearest-neighbour (HNSW) index; others are searched exactly.
+HNSW_DIMENSIONS = (256, 384, 512, 768, 1024, 1536)
+
+
+def _now() -> Any:
+    return mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+def _hnsw(dims: int) -> Index:
+    return Index(
+        f"ix_memory_records_embedding_hnsw_{dims}",
+        literal_column(f"(embedding::vector({dims}))").label("embedding_cast"),
+        postgresql_using="hnsw",
+        postgresql_ops={"embedding_cast": "vector_cosine_ops"},
+        postgresql_where=sql_text(f"vector_dims(embedding) = {dims}"),
+    )
+
+
+class MemoryRecord(Base):
+    """A memory record: owned by one person (`subject`) or shared (`subject` null), in one index."""
+
+    __tablename__ = "memory_records"
+    org_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    index_id: Mapped[str] = mapped_column(Text, nullable=False)
+    subject: Mapped[str | None] = mapped_column(Text, nullable=True)
+    type: Mapped[str] = mapped_column(Text, nullable=False)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    # Hash of the normalised text: finds "the same words" for confirmation (MEM-21, EXT-10) by index.
+    norm_hash: Mapped[str] = mapped_column(Text, nullable=False)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default="{}")
+    labels: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default="{}")
+    confidence: Mapped[float] = mapped_column(Double, nullable=False)
+    contested: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
+    contested_with: Mapped[str | None] = mapped_column(Text, nullable=True)
+    recall_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    source: Mapped[str] = mapped_column(Text, nullable=False)
+    verified: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
+    key: Mapped[str | None] = mapped_column(Text, nullable=True)
+    tags: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default="{}")
+    priority: Mapped[str] = mapped_column(Text, nullable=False, server_default="normal")
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    status: Mapped[str] = mapped_column(Text, nullable=False, server_default="active")
+    replaces: Mapped[str | None] = mapped_column(Text, nullable=True)
+    replaced_by: Mapped[str | None] = mapped_column(Text, nullable=True)
+    confirmations: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    last_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    provenance: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    commitment: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    episode: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
+    embedding: Mapped[Any] = mapped_column(Vector(), nullable=True)
+    search: Mapped[Any] = mapped_column(
+        TSVECTOR, Computed("to_tsvector('simple'::regconfig, text)", persisted=True), nullable=True)
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+    __table_args__ = (
+        ForeignKeyConstraint(["org_id", "index_id"], ["indexes.org_id", "indexes.id"], ondelete="CASCADE"),
+        Index("ix_memory_records_org_id_index_id_type_updated_at", "org_id", "index_id", "type", "updated_at"),
+        Index("ix_memory_records_org_id_subject_index_id", "org_id", "subject", "index_id"),
+        Index("ix_memory_records_org_id_index_id_norm_hash", "org_id", "index_id", "norm_hash"),
+        Index("ix_memory_records_org_id_expires_at", "org_id", "expires_at",
+              postgresql_where=sql_text("expires_at IS NOT NULL")),
+        Index("uq_memory_records_org_id_index_id_subject_type_key", "org_id", "index_id", "subject", "type", "key",
+              unique=True, postgresql_where=sql_text("key IS NOT NULL"), postgresql_nulls_not_distinct=True),
+        Index("ix_memory_records_search", "search", postgresql_using="gin"),
+        Index("ix_memory_records_tags", "tags", postgresql_using="gin"),
+        *[_hnsw(d) for d in HNSW_DIMENSIONS],
+    )
+
+
+class MemoryVersion(Base):
+    """One version of a record (MEM-7, MEM-17): what it said after each write, confirmation or correction."""
+
+    __tablename__ = "memory_versions"
+    org_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    record_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    at: Mapped[datetime] = _now()
+    action: Mapped[str] = mapped_column(Text, nullable=False)
+    actor_type: Mapped[str] = mapped_column(Text, nullable=False)
+    actor_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    partner_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default="{}")
+    labels: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default="{}")
+    confidence: Mapped[float] = mapped_column(Double, nullable=False)
+    tags: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default="{}")
+    priority: Mapped[str] = mapped_column(Text, nullable=False)
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    status: Mapped[str] = mapped_column(Text, nullable=False)
+    verified: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    commitment: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    __table_args__ = (
+        ForeignKeyConstraint(["org_id", "record_id"], ["memory_records.org_id", "memory_records.id"],
+                             ondelete="CASCADE"),
+    )
+
+
+class ErasedSubject(Base):
+    """A person erased with DELETE /subjects/{id} (MEM-19), named only by the keyed hash of her id.
+
+    Writes for a person check it, so work that started before the erasure cannot write her back.
+    """
+
+    __tablename__ = "erased_subjects"
+    org_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    subject_hash: Mapped[str] = mapped_column(Text, primary_key=True)
+    erased_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    __table_args__ = (ForeignKeyConstraint(["org_id"], ["orgs.id"], ondelete="CASCADE"),)

@@ -1,0 +1,51 @@
+"""Erasing a person (MEM-19): every domain that keeps something of hers contributes an eraser and its counts.
+
+Memory's and the threads' erasers are listed in ERASERS below (other domains add theirs with `register_eraser`), and
+each eraser runs in the same transaction, under the person's exclusive lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.access.principal import Principal
+from backend.access.subjects import check_subject_id
+from backend.domains.audit import service as audit
+from backend.domains.memory import repository as memory_repo
+from backend.domains.threads.service import erase_subject_threads
+from backend.errors import Forbidden
+
+Eraser = Callable[[AsyncSession, str, str], Awaitable[dict[str, int]]]
+ERASERS: list[Eraser] = [memory_repo.erase_subject, erase_subject_threads]
+
+
+def register_eraser(eraser: Eraser) -> None:
+    if eraser not in ERASERS:
+        ERASERS.append(eraser)
+
+
+def check_may_erase(principal: Principal) -> None:
+    """Administrators, or a key holding `management` that names nobody; never a subject token (PLT-7)."""
+    principal.require_management()
+    if principal.kind == "key" and principal.subject is not None:
+        raise Forbidden("Erasing a person is an organisation's act: send it without naming a person.",
+                        param="X-Core-Subject", code="subject_named")
+
+
+async def erase(db: AsyncSession, principal: Principal, subject_id: str, secret: str) -> dict[str, int]:
+    check_may_erase(principal)
+    check_subject_id(subject_id, "subject_id")
+    hashed = audit.subject_hash(secret, principal.org_id, subject_id)
+    assert hashed is not None
+    # Writes for her hold the shared side of this lock; once we hold it, none is half done, and the
+    # tombstone below turns away any work that started before this moment.
+    await memory_repo.lock_subject_exclusive(db, principal.org_id, hashed)
+    counts: dict[str, int] = {}
+    for eraser in ERASERS:
+        counts.update(await eraser(db, principal.org_id, subject_id))
+    await memory_repo.mark_erased(db, principal.org_id, hashed)
+    await audit.record(db, org_id=principal.org_id, actor=principal.actor, action="subject.erased", secret=secret,
+                       subject_id=subject_id, object_type="subject", object_id=None, detail={"counts": counts})
+    return counts

@@ -1,0 +1,108 @@
+"""Embedding providers behind one interface (PLT-13): `openai_compatible` and `hashing`.
+
+`hashing` is deterministic feature hashing of word tokens, with no dependency and no network: it is
+lexical (it matches the same words, not the same meaning), good for demos, tests and air-gapped setups.
+`openai_compatible` calls `/v1/embeddings` of any OpenAI-compatible server through the `openai` SDK.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+# The SDK wants some key even for keyless local servers (vLLM, llama.cpp, Ollama).
+_KEYLESS = "not-needed"
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+DEFAULT_TIMEOUT_SECONDS = 10.0
+BATCH = 256
+
+
+class EmbeddingError(Exception):
+    """The provider could not embed; callers keep the record without a vector (it is still found by words)."""
+
+
+class EmbeddingProvider(Protocol):
+    dimensions: int
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def _normalise(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in vector))
+    return [v / norm for v in vector] if norm > 0 else vector
+
+
+class HashingEmbeddings:
+    """Signed feature hashing of lowercase word unigrams and bigrams into `dimensions` buckets, L2-normalised."""
+
+    def __init__(self, dimensions: int) -> None:
+        self.dimensions = dimensions
+
+    def embed_one(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimensions
+        words = _TOKEN.findall(text.lower())
+        features = words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
+        for feature in features:
+            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+            value = int.from_bytes(digest, "big")
+            bucket = value % self.dimensions
+            sign = 1.0 if (value >> 63) & 1 else -1.0
+            vector[bucket] += sign * (1.0 if " " not in feature else 0.5)
+        return _normalise(vector)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.embed_one(t) for t in texts]
+
+
+class OpenAICompatibleEmbeddings:
+    """`POST {base_url}/embeddings` through the openai SDK, with a bounded timeout and no retries."""
+
+    def __init__(self, model: str, dimensions: int, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        from openai import AsyncOpenAI
+
+        self.model = model
+        self.dimensions = dimensions
+        # The SDK's own convention (OPENAI_API_KEY) supplies the credential; local servers need none.
+        key = api_key or os.environ.get("OPENAI_API_KEY") or _KEYLESS
+        self._client = AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=0)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import openai
+
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), BATCH):
+            chunk = list(texts[start:start + BATCH])
+            try:
+                answer = await self._client.embeddings.create(model=self.model, input=chunk,
+                                                              dimensions=self.dimensions,
+                                                              encoding_format="float")
+            except openai.OpenAIError as exc:
+                raise EmbeddingError(f"{type(exc).__name__}: {exc}") from exc
+            data = sorted(answer.data, key=lambda d: d.index)
+            if len(data) != len(chunk):
+                raise EmbeddingError(f"asked for {len(chunk)} embeddings, got {len(data)}")
+            for item in data:
+                vector = [float(v) for v in item.embedding]
+                if len(vector) != self.dimensions:
+                    raise EmbeddingError(f"the model answered {len(vector)} dimensions, the index wants "
+                                         f"{self.dimensions}")
+                vectors.append(vector)
+        return vectors
+
+
+def provider_for(config: Mapping[str, Any] | None) -> EmbeddingProvider | None:
+    """The provider an index's `embedding` setting names, or None for an index that does not embed."""
+    if not config:
+        return None
+    dims = int(config["dimensions"])
+    if config["provider"] == "hashing":
+        return HashingEmbeddings(dims)
+    if config["provider"] == "openai_compatible":
+        return OpenAICompatibleEmbeddings(str(config["model"]), dims, base_url=config.get("base_url"))
+    raise ValueError(f"unknown embedding provider {config['provider']!r}")

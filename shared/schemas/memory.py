@@ -1,0 +1,175 @@
+"""HTTP contract of memory records (MEM-1 … MEM-19) and the memory tools (MEM-20 … MEM-22)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from shared.schemas.common import UNSET, Instant, JSONObject, Model, UnsetType
+
+MAX_TEXT = 8000
+MAX_TAGS = 20
+MAX_TAG_CHARS = 64
+MAX_METADATA_BYTES = 8 * 1024
+MAX_BATCH = 1000
+
+MemoryType = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,31}$",
+                                         description="Lowercase type name such as `fact` or `preference`")]
+MemoryText = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TEXT)]
+Tag = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TAG_CHARS)]
+Tags = Annotated[list[Tag], msgspec.Meta(max_length=MAX_TAGS)]
+Confidence = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+Priority = Literal["low", "normal", "high", "critical"]
+RecordKey = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+LabelValue = str | list[str]
+Source = Literal["api", "model", "extraction", "maintenance", "admin"]
+
+
+class Commitment(Model):
+    status: Literal["open", "done", "cancelled"] = "open"
+    due_at: Instant | None = None
+    promised_to: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | None = None
+
+
+class MemoryFields(Model):
+    """The fields a write may set and a PATCH may change; unsent ones are UNSET."""
+
+    metadata: JSONObject | UnsetType = UNSET
+    labels: dict[str, LabelValue] | UnsetType = UNSET
+    confidence: Confidence | UnsetType = UNSET
+    tags: Tags | UnsetType = UNSET
+    priority: Priority | UnsetType = UNSET
+    expires_at: Instant | UnsetType | None = UNSET
+    commitment: Commitment | UnsetType | None = UNSET
+
+
+class MemoryCreate(MemoryFields, kw_only=True):
+    index_id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    type: MemoryType
+    text: MemoryText
+    key: RecordKey | UnsetType = UNSET
+
+
+class MemoryBatch(Model):
+    records: Annotated[list[MemoryCreate], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
+
+
+class MemoryPatch(MemoryFields, kw_only=True):
+    text: MemoryText | UnsetType = UNSET
+
+
+class MemoryOut(Model):
+    id: str
+    index_id: str
+    subject: str | None
+    type: str
+    text: str
+    metadata: JSONObject
+    labels: dict[str, Any]
+    confidence: float
+    effective_confidence: float
+    contested: bool
+    contested_with: str | None
+    recall_count: int
+    source: Source
+    verified: bool
+    key: str | None
+    tags: list[str]
+    priority: Priority
+    expires_at: datetime | None
+    status: Literal["active", "replaced"]
+    replaces: str | None
+    replaced_by: str | None
+    confirmations: int
+    last_confirmed_at: datetime | None
+    provenance: JSONObject | None
+    commitment: JSONObject | None
+    episode: JSONObject | None
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class MemoryPage(Model):
+    data: list[MemoryOut]
+    next_cursor: str | None
+
+
+class MemoryBatchOut(Model):
+    data: list[MemoryOut]
+    created: int
+    updated: int
+
+
+class SearchHit(MemoryOut):
+    score: float
+    confidence_pct: str
+
+
+class SearchPage(Model):
+    data: list[SearchHit]
+    next_cursor: str | None
+
+
+class VersionActor(Model):
+    type: Literal["key", "admin", "subject", "system"]
+    id: str | None
+
+
+class MemoryVersionOut(Model):
+    version: int
+    at: datetime
+    action: Literal["created", "updated", "confirmed", "replaced", "verified"]
+    actor: VersionActor
+    partner_id: str | None
+    text: str
+    metadata: JSONObject
+    labels: dict[str, Any]
+    confidence: float
+    tags: list[str]
+    priority: Priority
+    expires_at: datetime | None
+    status: Literal["active", "replaced"]
+    verified: bool
+    commitment: JSONObject | None
+
+
+class MemoryHistory(Model):
+    id: str
+    versions: list[MemoryVersionOut]
+    replaces: MemoryOut | None
+    replaced_by: MemoryOut | None
+
+
+class ErasureOut(Model):
+    counts: dict[str, int]
+
+
+class ToolOut(Model):
+    name: str
+    type: Literal["tool"]
+    source: Literal["memory"]
+    index_id: str
+    description: str
+    parameters: JSONObject
+    offered: bool
+
+
+class ToolPage(Model):
+    data: list[ToolOut]
+    next_cursor: str | None
+
+
+class ToolCall(Model):
+    arguments: JSONObject = {}
+    timezone: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+
+
+class ToolResult(Model):
+    name: str
+    output: str
+
+
+__all__ = [name for name in dir() if name[0].isupper()]

@@ -1,0 +1,143 @@
+"""Embeddings (PLT-13, MEM-13): an index that embeds gets vectors at write time, and search blends them in."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from backend.providers.embeddings import HashingEmbeddings
+from tests.memory.conftest import Mem, make_index
+
+CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "dog": 1, "puppy": 1, "hound": 1, "tea": 2, "chai": 2}
+DIMS = 8
+
+
+def concept_vector(text: str) -> list[float]:
+    vector = [0.0] * DIMS
+    for word in text.lower().replace(".", " ").split():
+        if word in CONCEPTS:
+            vector[CONCEPTS[word]] += 1.0
+    vector[DIMS - 1] += 0.01  # never the zero vector
+    return vector
+
+
+class ScriptedEmbeddings(BaseHTTPRequestHandler):
+    """A tiny OpenAI-compatible `/v1/embeddings`: synonyms share a dimension; `FAIL` in a text is a 500."""
+
+    requests: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        ScriptedEmbeddings.requests.append({"path": self.path, "body": body,
+                                            "auth": self.headers.get("Authorization")})
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        if self.path != "/v1/embeddings" or any("FAIL" in text for text in inputs):
+            self.send_response(500)
+            self.end_headers()
+            self.wfile.write(b'{"error": {"message": "scripted failure"}}')
+            return
+        answer = {"object": "list", "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                  "data": [{"object": "embedding", "index": i, "embedding": concept_vector(text)}
+                           for i, text in enumerate(inputs)]}
+        payload = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def embedding_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedEmbeddings)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    ScriptedEmbeddings.requests = []
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def search_ids(mem: Mem, client: Any, q: str, index_id: str) -> list[str]:
+    return mem.ids(client.get("/memory/search", params={"q": q, "index_id": index_id}, headers=mem.anna()))
+
+
+def test_plt_13_hashing_embeddings_are_deterministic_and_lexical() -> None:
+    provider = HashingEmbeddings(64)
+    one, again = provider.embed_one("Green tea in the morning"), provider.embed_one("green TEA in the morning")
+    assert one == again and len(one) == 64
+    assert abs(sum(v * v for v in one) - 1.0) < 1e-9
+    other = provider.embed_one("a red bicycle")
+    assert abs(sum(a * b for a, b in zip(one, other, strict=True))) < 0.5
+
+
+def test_mem_13_hashing_index_blends_vectors_into_search(mem: Mem, client: Any, db: Any) -> None:
+    index_id = make_index(mem.org, {"provider": "hashing", "model": "feature-hash", "dimensions": 384})
+    tea = mem.write(mem.anna(), "Prefers green tea", index_id=index_id)
+    bike = mem.write(mem.anna(), "Owns a red bicycle", index_id=index_id)
+    dims = dict(db.execute("SELECT id, vector_dims(embedding) FROM memory_records WHERE index_id = %s",
+                           (index_id,)).fetchall())
+    assert dims == {tea["id"]: 384, bike["id"]: 384}
+    # Full text needs every word; the vector finds the record that shares some of them.
+    assert search_ids(mem, client, "green tea in the morning", mem.index_id) == []
+    assert search_ids(mem, client, "green tea in the morning", index_id) == [tea["id"]]
+    hit = client.get("/memory/search", params={"q": "green tea in the morning", "index_id": index_id},
+                     headers=mem.anna()).json()["data"][0]
+    assert 0 < hit["score"] <= 0.5 and hit["confidence_pct"] == "100%"
+    both = client.get("/memory/search", params={"q": "green tea", "index_id": index_id}, headers=mem.anna())
+    assert mem.ids(both) == [tea["id"]] and both.json()["data"][0]["score"] > hit["score"]
+    # A PATCH of the text embeds the new text; a person never finds another's record by vector either.
+    client.patch(f"/memory/{tea['id']}", json={"text": "Prefers black coffee"}, headers=mem.anna())
+    assert search_ids(mem, client, "green tea in the morning", index_id) == []
+    assert search_ids(mem, client, "black coffee please", index_id) == [tea["id"]]
+    assert mem.ids(client.get("/memory/search", params={"q": "black coffee please", "index_id": index_id},
+                              headers=mem.bob())) == []
+
+
+def test_plt_13_openai_compatible_embeddings_through_a_scripted_server(mem: Mem, client: Any, db: Any,
+                                                                       embedding_server: str) -> None:
+    config = {"provider": "openai_compatible", "model": "tiny-embed", "dimensions": DIMS, "base_url": embedding_server}
+    index_id = make_index(mem.org, config)
+    car = mem.write(mem.anna(), "Drives an automobile to work", index_id=index_id)
+    dog = mem.write(mem.anna(), "Has a puppy called Rex", index_id=index_id)
+    broken = mem.write(mem.anna(), "FAIL this one about a vehicle", index_id=index_id)
+    embedded = dict(db.execute("SELECT id, embedding IS NOT NULL FROM memory_records WHERE index_id = %s",
+                               (index_id,)).fetchall())
+    assert embedded == {car["id"]: True, dog["id"]: True, broken["id"]: False}
+    sent = [r["body"] for r in ScriptedEmbeddings.requests]
+    assert sent[0]["model"] == "tiny-embed" and sent[0]["dimensions"] == DIMS
+    assert sent[0]["input"] == ["Drives an automobile to work"]
+    # "car" shares no word with any record: only the vectors find the automobile.
+    assert search_ids(mem, client, "car", index_id) == [car["id"]]
+    assert search_ids(mem, client, "hound", index_id) == [dog["id"]]
+    # The record the provider failed on has no vector but is still found by its words.
+    assert set(search_ids(mem, client, "vehicle", index_id)) == {broken["id"], car["id"]}
+    batch = client.post("/memory/batch", json={"records": [
+        {"index_id": index_id, "type": "fact", "text": "Drinks chai"},
+        {"index_id": index_id, "type": "fact", "text": "Walks the dog"}]}, headers=mem.anna())
+    assert batch.status_code == 201
+    assert ["Drinks chai", "Walks the dog"] in [r["body"]["input"] for r in ScriptedEmbeddings.requests]
+    assert search_ids(mem, client, "tea", index_id) == [batch.json()["data"][0]["id"]]
+
+
+def test_plt_13_hnsw_index_serves_nearest_neighbours(mem: Mem, db: Any) -> None:
+    index_id = make_index(mem.org, {"provider": "hashing", "model": "feature-hash", "dimensions": 256})
+    db.execute(
+        "INSERT INTO memory_records (org_id, id, index_id, type, text, norm_hash, confidence, source, embedding) "
+        "SELECT %(org)s, 'mem_hnsw' || g, %(idx)s, 'fact', 'text ' || g, md5(g::text), 1, 'api', "
+        "(SELECT array_agg(sin(g * d)::real) FROM generate_series(1, 256) d)::vector "
+        "FROM generate_series(1, 3000) g", {"org": mem.org.org_id, "idx": index_id})
+    db.execute("ANALYZE memory_records")
+    query = "[" + ",".join("0.1" for _ in range(256)) + "]"
+    plan = "\n".join(r[0] for r in db.execute(
+        "EXPLAIN SELECT id FROM memory_records WHERE vector_dims(embedding) = 256 "
+        "ORDER BY (embedding::vector(256)) <=> %s::vector(256) LIMIT 10", (query,)).fetchall())
+    assert "ix_memory_records_embedding_hnsw_256" in plan, plan
