@@ -12,6 +12,7 @@ from typing import Any
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     ColumnElement,
+    DateTime,
     Float,
     and_,
     bindparam,
@@ -50,17 +51,24 @@ VERSIONED = ("text", "metadata", "labels", "confidence", "tags", "priority", "ex
 
 # ---------------------------------------------------------------- expressions
 
-def effective_expr(half_lives: Mapping[str, float], table: Any = R) -> ColumnElement[Any]:
+def evaluated_at(at: datetime | None) -> Any:
+    """The moment a read is evaluated at: the transaction's time, or a given instant (the injection preview's `at`)."""
+    return func.now() if at is None else bindparam(None, at, type_=DateTime(timezone=True))
+
+
+def effective_expr(half_lives: Mapping[str, float], table: Any = R, *, at: datetime | None = None
+                   ) -> ColumnElement[Any]:
     """effective = confidence * 0.5 ^ (age_days / H) for types with a half-life; the stored value otherwise."""
     if not half_lives:
         return cast(table.c.confidence, Float)
-    age_days = func.greatest(func.extract("epoch", func.now() - table.c.updated_at), 0) / 86400.0
+    age_days = func.greatest(func.extract("epoch", evaluated_at(at) - table.c.updated_at), 0) / 86400.0
     whens = [(table.c.type == t, table.c.confidence * func.power(0.5, age_days / h))
              for t, h in sorted(half_lives.items())]
     return cast(case(*whens, else_=table.c.confidence), Float)
 
 
-def min_confidence_clause(half_lives: Mapping[str, float], minimum: float) -> ColumnElement[bool]:
+def min_confidence_clause(half_lives: Mapping[str, float], minimum: float, *, at: datetime | None = None
+                          ) -> ColumnElement[bool]:
     """effective >= minimum, written so that every branch is an index range (MEM-9, docs/decisions.md).
 
     A decaying type t with half-life H: stored confidence is at most 1, so effective >= m needs
@@ -76,8 +84,8 @@ def min_confidence_clause(half_lives: Mapping[str, float], minimum: float) -> Co
     for type_name in names:
         h = half_lives[type_name]
         max_age = timedelta(days=h * math.log2(1.0 / minimum))
-        branches.append(and_(R.c.type == type_name, R.c.updated_at >= func.now() - literal(max_age),
-                             effective_expr({type_name: h}) >= minimum))
+        branches.append(and_(R.c.type == type_name, R.c.updated_at >= evaluated_at(at) - literal(max_age),
+                             effective_expr({type_name: h}, at=at) >= minimum))
     lower: str | None = None
     for upper in [*names, None]:
         gap = [R.c.confidence >= minimum]
@@ -118,8 +126,8 @@ def readable(scope: Scope) -> list[ColumnElement[bool]]:
     return [_visible(scope, R)]
 
 
-def unexpired() -> ColumnElement[bool]:
-    return or_(R.c.expires_at.is_(None), R.c.expires_at > func.now())
+def unexpired(at: datetime | None = None) -> ColumnElement[bool]:
+    return or_(R.c.expires_at.is_(None), R.c.expires_at > evaluated_at(at))
 
 
 def active_now() -> list[ColumnElement[bool]]:

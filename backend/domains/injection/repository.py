@@ -1,0 +1,173 @@
+"""SQL of the injection builder: per section, a bounded number of candidates in rank order (INJ-4 … INJ-9).
+
+Every query takes the request's Scope (ARCHITECTURE rule 2) and an explicit owner condition per section, so a
+turn for a person never reaches another person's record even where the policy would let the request see it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import ColumnElement, Float, and_, bindparam, case, cast, func, literal, not_, or_, select, true
+from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.access.scope import Scope
+from backend.domains.memory.repository import (
+    R,
+    effective_expr,
+    evaluated_at,
+    min_confidence_clause,
+    readable,
+    tsquery,
+    unexpired,
+)
+
+NOT_PERSONAL_OR_SHARED = ("commitment", "behaviour", "episode")  # types with sections of their own
+SLACK = 50  # candidates fetched beyond a section's count, so the budget walk can skip long ones
+EPISODE_HALF_LIFE_DAYS = 30.0
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the block asks for: its store, the person (or nobody), and its filters."""
+
+    index_id: str
+    person: str | None
+    types: Sequence[str]
+    metadata: Mapping[str, Any]
+    min_confidence: float | None
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    mode: str  # confidence | relevance | blend
+    text_query: str | None  # an `or` of the turn's words, web-search syntax
+    vector: list[float] | None
+
+
+def or_query(text: str | None) -> str | None:
+    """The turn's input as an `or` of its words, so relevance rewards any shared word (websearch syntax)."""
+    if not text:
+        return None
+    words = re.findall(r"\w+", text)[:64]
+    return " or ".join(words) if words else None
+
+
+def _owner(section: str, person: str | None) -> ColumnElement[bool]:
+    if section in ("behaviour", "about_this_person"):
+        return R.c.subject == person if person is not None else literal(False)
+    if section == "organisation":
+        return R.c.subject.is_(None)
+    # commitments and past sessions: hers and the shared ones for a person; shared only for nobody
+    if person is None:
+        return R.c.subject.is_(None)
+    return or_(R.c.subject == person, R.c.subject.is_(None)) if section == "commitments" else R.c.subject == person
+
+
+def _section_kind(section: str) -> ColumnElement[bool]:
+    if section == "commitments":
+        return and_(R.c.type == "commitment", R.c.commitment["status"].astext == "open")
+    if section == "behaviour":
+        return R.c.type == "behaviour"
+    if section == "past_sessions":
+        return R.c.type == "episode"
+    return R.c.type.not_in(NOT_PERSONAL_OR_SHARED)
+
+
+def _filters(sel: Selection, half_lives: Mapping[str, float]) -> list[ColumnElement[bool]]:
+    where: list[ColumnElement[bool]] = []
+    if sel.types:
+        where.append(R.c.type.in_(list(sel.types)))
+    if sel.metadata:
+        where.append(R.c.metadata.op("@>")(bindparam(None, dict(sel.metadata), type_=JSONB)))
+    if sel.min_confidence:
+        where.append(min_confidence_clause(half_lives, sel.min_confidence, at=sel.at))
+    return where
+
+
+def _relevance(ranking: Ranking) -> ColumnElement[Any]:
+    """Similarity to the turn's input in [0, 1]: cosine when the store embeds, else full-text rank."""
+    if ranking.vector is not None:
+        dims = len(ranking.vector)
+        qv = cast(bindparam(None, ranking.vector, type_=Vector()), Vector(dims))
+        similarity = 1 - cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
+        same_dims = func.vector_dims(R.c.embedding) == dims
+        return cast(case((same_dims, func.greatest(similarity, 0)), else_=0.0), Float)
+    if ranking.text_query:
+        return cast(func.ts_rank_cd(R.c.search, tsquery(ranking.text_query), 32), Float)
+    return cast(literal(0.0), Float)
+
+
+def _columns(half_lives: Mapping[str, float], sel: Selection, relevance: ColumnElement[Any]) -> list[Any]:
+    return [R.c.id, R.c.subject, R.c.type, R.c.text, R.c.contested, R.c.commitment, R.c.episode, R.c.provenance,
+            R.c.recall_count, R.c.created_at, R.c.updated_at,
+            effective_expr(half_lives, at=sel.at).label("effective_confidence"), relevance.label("relevance")]
+
+
+def _order(section: str, half_lives: Mapping[str, float], sel: Selection, ranking: Ranking,
+           relevance: ColumnElement[Any]) -> list[Any]:
+    effective = effective_expr(half_lives, at=sel.at)
+    if section == "commitments":
+        due = cast(R.c.commitment["due_at"].astext, TIMESTAMP(timezone=True))
+        return [due.asc().nulls_last(), effective.desc(), R.c.id.asc()]
+    if section == "behaviour":
+        return [R.c.created_at.desc(), R.c.id.desc()]
+    if section == "past_sessions":
+        age_days = func.greatest(func.extract("epoch", evaluated_at(sel.at) - R.c.created_at), 0) / 86400.0
+        recency = func.power(0.5, age_days / EPISODE_HALF_LIFE_DAYS)
+        has_input = ranking.vector is not None or bool(ranking.text_query)
+        score = 0.7 * relevance + 0.3 * recency if has_input else recency
+        return [score.desc(), R.c.id.asc()]
+    ties = [R.c.recall_count.desc(), R.c.id.asc()]
+    if ranking.mode == "relevance" and (ranking.vector is not None or ranking.text_query):
+        return [relevance.desc(), effective.desc(), *ties]
+    if ranking.mode == "blend" and (ranking.vector is not None or ranking.text_query):
+        return [(0.5 * effective + 0.5 * relevance).desc(), effective.desc(), *ties]
+    return [effective.desc(), *ties]
+
+
+def _rows(result: Any) -> list[dict[str, Any]]:
+    return [{str(k): v for k, v in row._mapping.items()} for row in result]
+
+
+async def candidates(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,
+                     section: str, ranking: Ranking, bound: int) -> list[dict[str, Any]]:
+    """At most `bound` rows of one section that pass every filter, best first."""
+    relevance = _relevance(ranking)
+    query = (select(*_columns(half_lives, sel, relevance))
+             .where(*readable(scope), R.c.index_id == sel.index_id, R.c.status == "active", unexpired(sel.at),
+                    _owner(section, sel.person), _section_kind(section), *_filters(sel, half_lives))
+             .order_by(*_order(section, half_lives, sel, ranking, relevance)).limit(bound))
+    return _rows(await db.execute(query))
+
+
+async def filtered_out(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,
+                       section: str, ranking: Ranking, bound: int, exclude: Sequence[str]) -> list[dict[str, Any]]:
+    """For the previewer: records of the section the person reaches that a filter kept out, with the reason."""
+    relevance = _relevance(ranking)
+    metadata_ok = (R.c.metadata.op("@>")(bindparam(None, dict(sel.metadata), type_=JSONB)) if sel.metadata
+                   else true())
+    type_ok = R.c.type.in_(list(sel.types)) if sel.types else true()
+    confidence_ok = (effective_expr(half_lives, at=sel.at) >= sel.min_confidence) if sel.min_confidence else true()
+    reason = case(
+        (not_(unexpired(sel.at)), "expired"),
+        (R.c.status != "active", "replaced"),
+        (not_(type_ok), "filtered_by_type"),
+        (not_(metadata_ok), "filtered_by_metadata"),
+        (not_(confidence_ok), "below_min_confidence"),
+        else_=None,
+    )
+    query = (select(R.c.id, R.c.type, reason.label("reason"))
+             .where(*readable(scope), R.c.index_id == sel.index_id, _owner(section, sel.person),
+                    _section_kind(section), reason.is_not(None))
+             .order_by(*_order(section, half_lives, sel, ranking, relevance)).limit(bound))
+    if exclude:
+        query = query.where(R.c.id.not_in(list(exclude)))
+    return _rows(await db.execute(query))

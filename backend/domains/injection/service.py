@@ -1,0 +1,179 @@
+"""The injection builder (INJ-4 … INJ-12): one code path for turns and for the previewer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.access.policy import default_policy
+from backend.access.principal import ALL_CAPABILITIES, Principal
+from backend.access.scope import Scope, build_scope
+from backend.access.subjects import Subject, check_subject_id
+from backend.domains.audit import service as audit
+from backend.domains.indexes import repository as indexes_repo
+from backend.domains.indexes.service import reachable
+from backend.domains.injection import repository as repo
+from backend.domains.injection.block import SECTIONS, Block, Candidate, Limits, build_block
+from backend.domains.injection.config import ChosenBlock, choose_block
+from backend.domains.keys import repository as keys_repo
+from backend.domains.memory import decay
+from backend.domains.memory import repository as memory_repo
+from backend.domains.memory.service import embed
+from backend.domains.orgs import repository as orgs_repo
+from backend.domains.stores import repository as stores_repo
+from backend.domains.stores.service import effective_sections
+from backend.errors import NotFound
+from backend.providers.tokens import utf8_bytes_over_four
+from shared.schemas.platform import InjectionBlock
+from shared.schemas.stores import PreviewIn
+
+FILTER_REASON_BOUND = 50  # left-out candidates listed per section by the previewer
+
+
+@dataclass
+class Built:
+    block: Block | None
+    reason: str | None  # why nothing was injected, when nothing was
+    index_id: str | None
+    budget_tokens: int
+    filtered: list[dict[str, Any]]
+
+    @property
+    def text(self) -> str:
+        return self.block.text if self.block else ""
+
+    def trace(self) -> dict[str, Any]:
+        block = self.block
+        left = [{"id": x.id, "section": x.section, "type": None, "reason": x.reason} for x in
+                (block.left_out if block else [])]
+        return {
+            "enabled": block is not None, "reason": self.reason, "index_id": self.index_id,
+            "budget_tokens": self.budget_tokens, "estimated_tokens": block.estimated_tokens if block else 0,
+            "dropped_by_count": block.dropped_by_count if block else 0,
+            "dropped_by_budget": block.dropped_by_budget if block else 0,
+            "sections": block.sections if block else dict.fromkeys(SECTIONS, 0),
+            "injected_ids": block.injected_ids if block else [],
+            "left_out": left + self.filtered,
+        }
+
+
+def _candidate(row: dict[str, Any], section: str) -> Candidate:
+    commitment = row.get("commitment") or {}
+    episode = dict(row.get("episode") or {})
+    if section == "past_sessions":
+        provenance = row.get("provenance") or {}
+        episode.setdefault("thread_id", provenance.get("thread_id"))
+        episode.setdefault("first_item_id", provenance.get("first_item_id"))
+    due = commitment.get("due_at")
+    return Candidate(
+        id=row["id"], section=section, type=row["type"], text=row["text"],
+        effective_confidence=float(row["effective_confidence"]), owner=row["subject"],
+        contested=bool(row["contested"]),
+        due_at=datetime.fromisoformat(due) if isinstance(due, str) else due,
+        promised_to=commitment.get("promised_to"), episode=episode or None)
+
+
+async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], chosen: ChosenBlock, *,
+                turn_input: str | None, max_budget: int, at: datetime | None = None,
+                explain: bool = False) -> Built:
+    """The block for one turn (or preview). Fetches at most a bounded number of candidates per section."""
+    block_cfg = chosen.block
+    if block_cfg is None or chosen.reason is not None:
+        return Built(None, chosen.reason, block_cfg.index_id if block_cfg else None, 0, [])
+    index = await indexes_repo.get(db, scope, block_cfg.index_id)
+    if index is None:
+        return Built(None, "index_missing", block_cfg.index_id, 0, [])
+    settings_row = await stores_repo.get(db, scope.org_id, block_cfg.index_id)
+    store = effective_sections(settings_row["sections"] if settings_row else None, max_budget)
+    budget = min(block_cfg.budget_tokens, store.injection.budget_tokens or max_budget, max_budget)
+    person = scope.subject_id
+    sel = repo.Selection(block_cfg.index_id, person, block_cfg.types, block_cfg.metadata, block_cfg.min_confidence,
+                         at)
+    text_query = repo.or_query(turn_input)
+    vector = None
+    wants_relevance = store.injection.rank != "confidence" or store.injection.episodes_limit > 0
+    if turn_input and wants_relevance and index.get("embedding"):
+        vector = (await embed(index, [turn_input]))[0]
+    ranking = repo.Ranking(store.injection.rank, text_query, vector)
+    limits = Limits(budget_tokens=budget, limit=block_cfg.limit, commitments_limit=store.commitments.inject_limit,
+                    episodes_limit=store.injection.episodes_limit,
+                    section_budgets={str(k): v for k, v in store.injection.section_budgets.items()},
+                    for_person=person is not None)
+    bounds = {"commitments": limits.commitments_limit + repo.SLACK, "behaviour": 10 + repo.SLACK,
+              "about_this_person": limits.limit + repo.SLACK, "organisation": limits.limit + repo.SLACK,
+              "past_sessions": limits.episodes_limit + repo.SLACK if limits.episodes_limit > 0 else 0}
+    candidates: dict[str, list[Candidate]] = {}
+    for section in SECTIONS:
+        if bounds[section] == 0 or (person is None and section in ("behaviour", "about_this_person")):
+            continue
+        rows = await repo.candidates(db, scope, half_lives, sel, section, ranking, bounds[section])
+        candidates[section] = [_candidate(r, section) for r in rows]
+    block = build_block(candidates, limits)
+    filtered: list[dict[str, Any]] = []
+    if explain:
+        seen = [c.id for section in candidates.values() for c in section]
+        for section in SECTIONS:
+            if bounds[section] == 0 or (person is None and section in ("behaviour", "about_this_person")):
+                continue
+            rows = await repo.filtered_out(db, scope, half_lives, sel, section, ranking, FILTER_REASON_BOUND, seen)
+            filtered += [{"id": r["id"], "section": section, "type": r["type"], "reason": r["reason"]} for r in rows]
+    empty = None
+    if not block.lines:
+        empty = "nothing_fits_budget" if block.left_out else "no_records"
+    return Built(block, empty, block_cfg.index_id, budget, filtered)
+
+
+async def for_turn(db: AsyncSession, principal: Principal, scope: Scope, *, agent_block: Any | None,
+                   turn_input: str | None, max_budget: int) -> Built:
+    """What a turn injects; the injected records' recall counts go up (never on a preview)."""
+    org = await orgs_repo.get(db, principal.org_id) or {}
+    built = await build(db, scope, decay.half_lives(org, principal.key), choose_block(principal, scope, agent_block),
+                        turn_input=turn_input, max_budget=max_budget)
+    if built.block and built.block.injected_ids:
+        await memory_repo.bump_recall(db, scope.org_id, built.block.injected_ids)
+    return built
+
+
+async def preview(db: AsyncSession, principal: Principal, index_id: str, body: PreviewIn, *, max_budget: int,
+                  secret: str) -> dict[str, Any]:
+    """Exactly what a turn with that key (or agent) for that person would get, without changing anything."""
+    principal.require_management()
+    org = await orgs_repo.get(db, principal.org_id) or {}
+    caller_scope = build_scope(principal, org.get("policy"), require_subject_setting=False)
+    await reachable(db, caller_scope, index_id)
+    if body.agent_id is not None:
+        raise NotFound("No such agent: agents arrive with turns; preview with a key for now.", param="agent_id",
+                       code="agent_not_found")
+    key = principal.key
+    if body.key_id is not None:
+        key = await keys_repo.get(db, principal.org_id, body.key_id)
+        if key is None:
+            raise NotFound("No such key.", param="key_id")
+    if key is None:  # an administrator naming no key: a key with the default policy and every capability
+        key = {"id": None, "org_id": principal.org_id, "policy": default_policy(), "memory": {},
+               "capabilities": sorted(ALL_CAPABILITIES)}
+    subject = None
+    if body.subject is not None:
+        subject = Subject(check_subject_id(body.subject.id, "subject.id"), dict(body.subject.attributes))
+    acting = Principal("key", principal.org_id, principal.actor, frozenset(key["capabilities"]), subject, key=key)
+    scope = build_scope(acting, org.get("policy"), require_subject_setting=False)
+    raw = (key.get("memory") or {}).get("injection")
+    block_cfg = msgspec.structs.replace(msgspec.convert(raw, InjectionBlock), index_id=index_id) if raw else \
+        InjectionBlock(index_id=index_id)
+    chosen = choose_block(acting, scope, msgspec.to_builtins(block_cfg))
+    built = await build(db, scope, decay.half_lives(org, key), chosen, turn_input=body.input, max_budget=max_budget,
+                        at=body.at, explain=True)
+    records = [{"id": c.id, "section": c.section, "type": c.type, "owner": c.owner, "line": line,
+                "tokens": utf8_bytes_over_four(line)} for line, c in (built.block.lines if built.block else [])]
+    types = {r["id"]: r["type"] for r in records}
+    trace = built.trace()
+    for item in trace["left_out"]:
+        item["type"] = item["type"] or types.get(item["id"])
+    await audit.record(db, org_id=principal.org_id, actor=principal.actor, action="injection.preview", secret=secret,
+                       subject_id=subject.id if subject else None, object_type="store", object_id=index_id,
+                       detail={"key_id": key.get("id"), "injected": len(records), "input_given": bool(body.input)})
+    return {"block": built.text, "trace": trace, "records": records}

@@ -1,0 +1,198 @@
+"""INJ-4 … INJ-12 against the database: who gets what, filters, reasons, recall counts, the previewer route."""
+
+from __future__ import annotations
+
+import asyncio
+
+from backend.access.policy import default_policy
+from backend.access.scope import build_scope
+from backend.db.engine import make_engine, make_sessionmaker
+from backend.domains.injection import service as injection
+from tests.helpers import assert_error, bearer
+from tests.injection.test_block import WORKED_BLOCK
+
+
+def _index(client, org, name="support"):
+    return client.post("/indexes", headers=org.full, json={"name": name}).json()["id"]
+
+
+def _write(client, org, index_id, subject=None, **body):
+    headers = bearer(org.key, subject=subject) if subject else org.full
+    response = client.post("/memory", headers=headers, json={"index_id": index_id, **body})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def _preview(client, org, index_id, subject=None, **extra):
+    body = {"subject": {"id": subject} if subject else None, **extra}
+    response = client.post(f"/memory/stores/{index_id}/injection/preview", headers=org.admin, json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _worked_store(client, org, db):
+    index_id = _index(client, org)
+    ids = {
+        "bank": _write(client, org, index_id, "anna", type="commitment", text="Call the bank back",
+                       commitment={"due_at": "2026-12-04T09:00:00+00:00", "promised_to": "bank"}),
+        "q4": _write(client, org, index_id, None, type="commitment", text="Send the Q4 report", confidence=0.9,
+                     commitment={"due_at": "2026-12-10T17:00:00+00:00", "promised_to": "finance"}),
+        "dutch": _write(client, org, index_id, "anna", type="behaviour", text="Answer in Dutch"),
+        "booking": _write(client, org, index_id, "anna", type="behaviour", text="Ask before booking"),
+        "rex": _write(client, org, index_id, "anna", type="fact", text="Has a dog named Rex", confidence=0.9),
+        "mornings": _write(client, org, index_id, "anna", type="preference", text="Prefers mornings",
+                           confidence=0.82),
+        "expenses": _write(client, org, index_id, None, type="fact", text="Expense claims go to finance by the 25th"),
+        "tea": _write(client, org, index_id, "bob", type="preference", text="Bob likes tea"),
+    }
+    db.execute("UPDATE memory_records SET created_at = now() - interval '2 days' WHERE id = %s", (ids["dutch"],))
+    db.execute("UPDATE memory_records SET contested = true WHERE id = %s", (ids["rex"],))
+    return index_id, ids
+
+
+def test_inj_worked_example_through_the_previewer(org, client, db):
+    index_id, ids = _worked_store(client, org, db)
+    anna = _preview(client, org, index_id, "anna")
+    assert anna["block"] == WORKED_BLOCK
+    assert anna["trace"]["estimated_tokens"] == 176
+    assert (anna["trace"]["dropped_by_count"], anna["trace"]["dropped_by_budget"]) == (0, 0)
+    assert ids["tea"] not in anna["trace"]["injected_ids"]
+    nobody = _preview(client, org, index_id)
+    assert nobody["block"] == (
+        "[commitments]\n"
+        '{"type":"commitment","confidence":"90%","text":"Send the Q4 report","due_at":"2026-12-10T17:00:00+00:00",'
+        '"promised_to":"finance"}\n'
+        "[organisation]\n"
+        '{"type":"fact","confidence":"100%","text":"Expense claims go to finance by the 25th"}')
+
+
+def test_inj_12_preview_is_audited_changes_no_recall_count_and_is_refused_to_others(org, client, db):
+    index_id, ids = _worked_store(client, org, db)
+    _preview(client, org, index_id, "anna")
+    counts = {r[0]: r[1] for r in db.execute("SELECT id, recall_count FROM memory_records")}
+    assert set(counts.values()) == {0}
+    events = client.get(f"/audit?action=injection.preview&object_id={index_id}", headers=org.admin).json()["data"]
+    assert len(events) == 1 and events[0]["detail"]["injected"] == 7
+    token = org.subject_token(org.key, "anna")
+    assert_error(client.post(f"/memory/stores/{index_id}/injection/preview", headers=bearer(token), json={}), 403)
+    plain = org.make_key(["knowledge", "memory"])
+    assert_error(client.post(f"/memory/stores/{index_id}/injection/preview", headers=bearer(plain["secret"]),
+                             json={}), 403, "capability_missing")
+    assert_error(client.post("/memory/stores/idx_nope/injection/preview", headers=org.admin, json={}), 404)
+
+
+def test_inj_4_a_turn_bumps_recall_counts_of_what_it_injected(org, client, db, settings, database_url):
+    index_id, ids = _worked_store(client, org, db)
+    key = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": index_id}})
+    principal_doc = client.get("/key", headers=bearer(key["secret"])).json()
+
+    async def turn() -> list[str]:
+        from backend.access.principal import Principal
+        from backend.access.subjects import Subject
+        from backend.domains.audit.service import Actor
+
+        key_row = {**principal_doc, "org_id": org.org_id}
+        principal = Principal("key", org.org_id, Actor("key", key["id"]), frozenset(key_row["capabilities"]),
+                              Subject("anna"), key=key_row)
+        engine = make_engine(database_url, pool_size=1)
+        async with make_sessionmaker(engine)() as session, session.begin():
+            built = await injection.for_turn(session, principal, build_scope(principal, None), agent_block=None,
+                                             turn_input="bank", max_budget=8000)
+        await engine.dispose()
+        return built.block.injected_ids if built.block else []
+
+    injected = asyncio.run(turn())
+    assert len(injected) == 7
+    counts = {r[0]: r[1] for r in db.execute("SELECT id, recall_count FROM memory_records")}
+    assert {i for i, n in counts.items() if n == 1} == set(injected)
+    assert counts[ids["tea"]] == 0
+
+
+def test_inj_7_types_metadata_and_min_confidence_narrow_every_section(org, client, db):
+    index_id, ids = _worked_store(client, org, db)
+    facts = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": index_id, "types": ["fact"]}})
+    block = _preview(client, org, index_id, "anna", key_id=facts["id"])["block"]
+    assert "[commitments]" not in block and "[behaviour]" not in block and "preference" not in block
+    assert "Has a dog named Rex" in block and "Expense claims" in block
+    confident = org.make_key(["knowledge", "memory"],
+                             memory={"injection": {"index_id": index_id, "min_confidence": 0.95}})
+    result = _preview(client, org, index_id, "anna", key_id=confident["id"])
+    assert "Send the Q4 report" not in result["block"] and "Prefers mornings" not in result["block"]
+    reasons = {x["id"]: x["reason"] for x in result["trace"]["left_out"]}
+    assert reasons[ids["q4"]] == "below_min_confidence" and reasons[ids["rex"]] == "below_min_confidence"
+    client.patch(f"/memory/{ids['expenses']}", headers=org.full, json={"metadata": {"team": "finance"}})
+    tagged = org.make_key(["knowledge", "memory"],
+                          memory={"injection": {"index_id": index_id, "metadata": {"team": "finance"}}})
+    only = _preview(client, org, index_id, "anna", key_id=tagged["id"])
+    assert only["trace"]["injected_ids"] == [ids["expenses"]]
+    assert {x["id"]: x["reason"] for x in only["trace"]["left_out"]}[ids["rex"]] == "filtered_by_metadata"
+
+
+def test_inj_7_expired_and_replaced_are_never_injected(org, client, db):
+    index_id = _index(client, org)
+    old = _write(client, org, index_id, "anna", type="fact", text="Lives in Utrecht")
+    db.execute("UPDATE memory_records SET expires_at = now() - interval '1 hour' WHERE id = %s", (old,))
+    result = _preview(client, org, index_id, "anna")
+    assert result["block"] == ""
+    assert result["trace"]["reason"] == "no_records"
+    assert {x["id"]: x["reason"] for x in result["trace"]["left_out"]} == {old: "expired"}
+
+
+def test_inj_5_behaviour_never_shared_never_for_nobody_newest_first_max_ten(org, client, db):
+    index_id = _index(client, org)
+    for i in range(12):
+        rid = _write(client, org, index_id, "anna", type="behaviour", text=f"rule {i}")
+        db.execute("UPDATE memory_records SET created_at = now() - make_interval(mins => %s) WHERE id = %s",
+                   (100 - i, rid))
+    _write(client, org, index_id, None, type="behaviour", text="shared rule")
+    anna = _preview(client, org, index_id, "anna")
+    lines = anna["block"].split("\n")
+    assert lines[0] == "[behaviour]" and len(lines) == 11
+    assert '"text":"rule 11"' in lines[1] and '"text":"rule 2"' in lines[10]
+    assert "shared rule" not in anna["block"]
+    assert anna["trace"]["dropped_by_count"] == 2
+    assert _preview(client, org, index_id)["block"] == ""
+
+
+def test_inj_9_episodes_and_lessons_follow_types_and_episodes_limit(org, client, db):
+    index_id = _index(client, org)
+    _write(client, org, index_id, "anna", type="lesson", text="Check the calendar first")
+    db.execute("""INSERT INTO memory_records (org_id, id, index_id, subject, type, text, norm_hash, confidence,
+                  source, episode) VALUES (%s, 'mem_episode1', %s, 'anna', 'episode', 'Planned the move', 'h', 0.8,
+                  'extraction', '{"from": "2026-11-01T09:00:00+00:00", "to": "2026-11-01T09:30:00+00:00",
+                  "thread_id": "thr_a", "first_item_id": "itm_a"}')""", (org.org_id, index_id))
+    assert "past_sessions" not in _preview(client, org, index_id, "anna")["block"]
+    client.patch(f"/memory/stores/{index_id}", headers=org.full, json={"injection": {"episodes_limit": 2}})
+    block = _preview(client, org, index_id, "anna", input="the move")["block"]
+    assert block.endswith('[past_sessions]\n{"type":"episode","confidence":"80%","from":"2026-11-01T09:00:00+00:00",'
+                          '"to":"2026-11-01T09:30:00+00:00","thread_id":"thr_a","first_item_id":"itm_a",'
+                          '"text":"Planned the move"}')
+    assert '"type":"lesson"' in block
+    facts_only = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": index_id,
+                                                                               "types": ["fact"]}})
+    assert _preview(client, org, index_id, "anna", key_id=facts_only["id"])["block"] == ""
+    assert _preview(client, org, index_id, None)["block"] == ""  # her episodes are hers alone
+
+
+def test_inj_2_disabled_block_and_unnamed_store_inject_nothing_silently(org, client, db):
+    index_id, _ = _worked_store(client, org, db)
+    off = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": index_id, "enabled": False}})
+    result = _preview(client, org, index_id, "anna", key_id=off["id"])
+    assert result["block"] == "" and result["trace"]["reason"] == "disabled"
+    other = _index(client, org, "other")
+    policy = default_policy()
+    policy["indexes"] = [other]
+    narrow = org.make_key(["knowledge", "memory"], policy=policy)
+    result = _preview(client, org, index_id, "anna", key_id=narrow["id"])
+    assert result["block"] == "" and result["trace"]["reason"] == "index_not_named"
+
+
+def test_inj_8_relevance_ranking_orders_by_the_turn_input(org, client, db):
+    index_id = _index(client, org)
+    _write(client, org, index_id, "anna", type="fact", text="Likes hiking in the Alps", confidence=0.6)
+    _write(client, org, index_id, "anna", type="fact", text="Works as a nurse", confidence=0.9)
+    by_confidence = _preview(client, org, index_id, "anna", input="hiking trip")["block"]
+    assert by_confidence.index("nurse") < by_confidence.index("hiking")
+    client.patch(f"/memory/stores/{index_id}", headers=org.full, json={"injection": {"rank": "relevance"}})
+    by_relevance = _preview(client, org, index_id, "anna", input="hiking trip")["block"]
+    assert by_relevance.index("hiking") < by_relevance.index("nurse")
