@@ -13,7 +13,21 @@ from datetime import datetime
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import ColumnElement, Float, and_, bindparam, case, cast, func, literal, not_, or_, select, true
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    and_,
+    bindparam,
+    case,
+    cast,
+    func,
+    literal,
+    not_,
+    or_,
+    select,
+    true,
+    union_all,
+)
 from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -137,15 +151,30 @@ def _rows(result: Any) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in row._mapping.items()} for row in result]
 
 
-async def candidates(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,
-                     section: str, ranking: Ranking, bound: int) -> list[dict[str, Any]]:
-    """At most `bound` rows of one section that pass every filter, best first."""
+def _section_query(scope: Scope, half_lives: Mapping[str, float], sel: Selection, section: str, ranking: Ranking,
+                   bound: int, position: int) -> Any:
     relevance = _relevance(ranking)
-    query = (select(*_columns(half_lives, sel, relevance))
-             .where(*readable(scope), R.c.index_id == sel.index_id, R.c.status == "active", unexpired(sel.at),
-                    _owner(section, sel.person), _section_kind(section), *_filters(sel, half_lives))
-             .order_by(*_order(section, half_lives, sel, ranking, relevance)).limit(bound))
-    return _rows(await db.execute(query))
+    order = _order(section, half_lives, sel, ranking, relevance)
+    return (select(*_columns(half_lives, sel, relevance), literal(position).label("section_position"),
+                   func.row_number().over(order_by=order).label("rank"))
+            .where(*readable(scope), R.c.index_id == sel.index_id, R.c.status == "active", unexpired(sel.at),
+                   _owner(section, sel.person), _section_kind(section), *_filters(sel, half_lives))
+            .order_by(*order).limit(bound).subquery(f"s{position}"))
+
+
+async def candidates(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,
+                     bounds: Mapping[str, int], ranking: Ranking) -> dict[str, list[dict[str, Any]]]:
+    """Per section, at most `bounds[section]` rows that pass every filter, best first: one statement, one trip."""
+    sections = [s for s, bound in bounds.items() if bound > 0]
+    if not sections:
+        return {}
+    parts = [_section_query(scope, half_lives, sel, s, ranking, bounds[s], i) for i, s in enumerate(sections)]
+    union = union_all(*[select(p) for p in parts]).subquery("candidates")
+    query = select(union).order_by(union.c.section_position, union.c.rank)
+    found: dict[str, list[dict[str, Any]]] = {s: [] for s in sections}
+    for row in _rows(await db.execute(query)):
+        found[sections[row["section_position"]]].append(row)
+    return found
 
 
 async def filtered_out(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,

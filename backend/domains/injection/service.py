@@ -106,21 +106,20 @@ async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], ch
     bounds = {"commitments": limits.commitments_limit + repo.SLACK, "behaviour": 10 + repo.SLACK,
               "about_this_person": limits.limit + repo.SLACK, "organisation": limits.limit + repo.SLACK,
               "past_sessions": limits.episodes_limit + repo.SLACK if limits.episodes_limit > 0 else 0}
-    candidates: dict[str, list[Candidate]] = {}
-    for section in SECTIONS:
-        if bounds[section] == 0 or (person is None and section in ("behaviour", "about_this_person")):
-            continue
-        rows = await repo.candidates(db, scope, half_lives, sel, section, ranking, bounds[section])
-        candidates[section] = [_candidate(r, section) for r in rows]
+    if person is None:  # a turn for nobody has no person of its own
+        bounds["behaviour"] = bounds["about_this_person"] = 0
+    rows = await repo.candidates(db, scope, half_lives, sel, bounds, ranking)
+    candidates = {section: [_candidate(r, section) for r in found] for section, found in rows.items()}
     block = build_block(candidates, limits)
     filtered: list[dict[str, Any]] = []
     if explain:
         seen = [c.id for section in candidates.values() for c in section]
         for section in SECTIONS:
-            if bounds[section] == 0 or (person is None and section in ("behaviour", "about_this_person")):
+            if bounds[section] == 0:
                 continue
-            rows = await repo.filtered_out(db, scope, half_lives, sel, section, ranking, FILTER_REASON_BOUND, seen)
-            filtered += [{"id": r["id"], "section": section, "type": r["type"], "reason": r["reason"]} for r in rows]
+            rows_out = await repo.filtered_out(db, scope, half_lives, sel, section, ranking, FILTER_REASON_BOUND, seen)
+            filtered += [{"id": r["id"], "section": section, "type": r["type"], "reason": r["reason"]}
+                         for r in rows_out]
     empty = None
     if not block.lines:
         empty = "nothing_fits_budget" if block.left_out else "no_records"
