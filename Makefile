@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest run serve migrate bench bench-search clean
+.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,10 @@ migrate: $(STAMP)
 bench-search: $(STAMP)
 	$(BIN)/python -m bench.search
 
-bench: bench-search
+bench-injection: $(STAMP)
+	$(BIN)/python -m bench.injection
+
+bench: bench-search bench-injection
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,297 @@
+"""Benchmark of the injection builder (INJ-13) against the raw SQL that fetches the same candidate rows.
+
+A seeded generator fills one store with 1,000,000 memory records for 10,000 people (Zipf-distributed, 20%
+shared, mixed types, 2% embedded) with COPY, then measures, interleaved in one run, for the median person and
+the heaviest person: the builder (as a turn runs it, without the recall-count write) and one hand-written SQL
+statement returning the same candidate rows; plus the preview route end to end over HTTP.
+
+    make bench-injection        # builds the data set once (kept in .coremem/bench-pg), then measures
+    python -m bench.injection --rebuild --repeat 60
+
+The table is printed and written to bench/results/injection.md. Not part of `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import platform
+import random
+import statistics
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.search import _free_port, percentile, plain, start_database
+
+SEED = 20261203
+RECORDS = 1_000_000
+PEOPLE = 10_000
+SHARED = 0.2
+EMBEDDED = 0.02
+DIMS = 256
+RESULTS = Path(__file__).parent / "results" / "injection.md"
+TYPES = [("fact", 0.40), ("preference", 0.20), ("commitment", 0.10), ("behaviour", 0.05), ("lesson", 0.05),
+         ("episode", 0.05), ("note", 0.15)]
+_WORDS = ("likes prefers works lives meeting invoice holiday coffee tea bank report customer dog cat garden "
+         "moving office salary planning dutch english answer morning evening travel train car bike project "
+         "deadline budget contract email phone call lunch dinner team manager doctor school family")
+WORDS = _WORDS.split()
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 18)))
+
+
+def _vector(rng: random.Random) -> str:
+    values = [rng.gauss(0, 1) for _ in range(DIMS)]
+    norm = sum(v * v for v in values) ** 0.5
+    return "[" + ",".join(f"{v / norm:.5f}" for v in values) + "]"
+
+
+def build(url: str, rebuild: bool) -> dict[str, Any]:
+    import psycopg
+
+    from backend.db import migrate
+    from backend.ids import new_id
+
+    migrate.upgrade(url)
+    conn = psycopg.connect(plain(url), autocommit=True)
+    conn.execute("CREATE TABLE IF NOT EXISTS bench_meta (key text PRIMARY KEY, value jsonb)")
+    row = conn.execute("SELECT value FROM bench_meta WHERE key = 'injection'").fetchone()
+    if row and not rebuild and row[0].get("seed") == SEED and row[0].get("records") == RECORDS:
+        print(f"reusing the injection data set ({RECORDS:,} records)")
+        return dict(row[0])
+    rng = random.Random(SEED)
+    started = time.monotonic()
+    old = conn.execute("SELECT id FROM orgs WHERE name = 'BenchInjection'").fetchone()
+    if old:
+        conn.execute("DELETE FROM memory_records WHERE org_id = %s", (old[0],))
+        conn.execute("DELETE FROM indexes WHERE org_id = %s", (old[0],))
+        org_id = old[0]
+    else:
+        org_id = new_id("org")
+        conn.execute("INSERT INTO orgs (id, name) VALUES (%s, 'BenchInjection')", (org_id,))
+    conn.execute("UPDATE orgs SET memory_decay = %s WHERE id = %s",
+                 (json.dumps({"fact": {"half_life_days": 180}, "preference": {"half_life_days": 90}}), org_id))
+    index_id = new_id("idx")
+    conn.execute("INSERT INTO indexes (org_id, id, name, embedding) VALUES (%s, %s, 'store', %s)",
+                 (org_id, index_id, json.dumps({"provider": "hashing", "model": "hashing-v1", "dimensions": DIMS})))
+    people = [f"person{n:05d}" for n in range(PEOPLE)]
+    weights = [1 / (rank ** 1.1) for rank in range(1, PEOPLE + 1)]
+    kinds, kind_weights = zip(*TYPES, strict=True)
+    now = datetime.now(UTC).replace(microsecond=0)
+    print(f"generating {RECORDS:,} records for {PEOPLE:,} people …", flush=True)
+    chunk = 100_000
+    owners_all = rng.choices(people, weights=weights, k=RECORDS)
+    for start in range(0, RECORDS, chunk):
+        buffer = io.StringIO()
+        for n in range(start, min(start + chunk, RECORDS)):
+            owner = None if rng.random() < SHARED else owners_all[n]
+            kind = rng.choices(kinds, weights=kind_weights)[0]
+            updated = now - timedelta(days=rng.random() * 365)
+            commitment = episode = None
+            if kind == "commitment":
+                due = (now + timedelta(days=rng.uniform(-10, 60))).isoformat()
+                commitment = json.dumps({"status": "open" if rng.random() < 0.7 else "done", "due_at": due,
+                                         "promised_to": rng.choice(WORDS)})
+            if kind == "episode":
+                episode = json.dumps({"from": updated.isoformat(), "to": (updated + timedelta(minutes=30)).isoformat(),
+                                      "thread_id": "thr_bench", "first_item_id": "itm_bench"})
+            vector = _vector(rng) if rng.random() < EMBEDDED else None
+            fields = [org_id, new_id("mem"), index_id, owner, kind, _text(rng), f"h{n}",
+                      f"{rng.uniform(0.3, 1.0):.3f}", "api", commitment, episode, updated.isoformat(),
+                      updated.isoformat(), vector]
+            buffer.write("\t".join("\\N" if f is None else str(f) for f in fields) + "\n")
+        with conn.cursor() as cur, cur.copy(
+                "COPY memory_records (org_id, id, index_id, subject, type, text, norm_hash, confidence, source, "
+                "commitment, episode, created_at, updated_at, embedding) FROM STDIN") as copy:
+            copy.write(buffer.getvalue())
+        print(f"  {min(start + chunk, RECORDS):,} rows", flush=True)
+    conn.execute("ANALYZE memory_records")
+    counts = conn.execute("SELECT subject, count(*) FROM memory_records WHERE org_id = %s AND subject IS NOT NULL "
+                          "GROUP BY subject ORDER BY count(*)", (org_id,)).fetchall()
+    median_person, heaviest = counts[len(counts) // 2], counts[-1]
+    meta = {"seed": SEED, "records": RECORDS, "org_id": org_id, "index_id": index_id,
+            "median": [median_person[0], median_person[1]], "heaviest": [heaviest[0], heaviest[1]],
+            "build_seconds": round(time.monotonic() - started)}
+    conn.execute("INSERT INTO bench_meta VALUES ('injection', %s) ON CONFLICT (key) DO UPDATE SET value = "
+                 "excluded.value", (json.dumps(meta),))
+    print(f"built in {meta['build_seconds']} s", flush=True)
+    return meta
+
+
+RAW_SECTION = """(SELECT id, subject, type, text, contested, commitment, episode, recall_count, {eff} AS eff,
+  {pos} AS pos FROM memory_records
+  WHERE org_id = :org AND index_id = :idx AND status = 'active' AND (expires_at IS NULL OR expires_at > now())
+  AND {where} ORDER BY {order} LIMIT {limit})"""
+EFF = ("CASE WHEN type = 'fact' THEN confidence * power(0.5, greatest(extract(epoch FROM now() - updated_at), 0) "
+       "/ 86400.0 / 180) WHEN type = 'preference' THEN confidence * power(0.5, greatest(extract(epoch FROM now() - "
+       "updated_at), 0) / 86400.0 / 90) ELSE confidence END")
+
+
+def raw_sql() -> str:
+    """The same candidate rows, written by hand: four sections, each filtered, ranked and bounded."""
+    sections = [
+        ("(subject = :p OR subject IS NULL) AND type = 'commitment' AND commitment->>'status' = 'open'",
+         "(commitment->>'due_at')::timestamptz ASC NULLS LAST, eff DESC, id ASC", 55),
+        ("subject = :p AND type = 'behaviour'", "created_at DESC, id DESC", 60),
+        ("subject = :p AND type NOT IN ('commitment', 'behaviour', 'episode')", "eff DESC, recall_count DESC, id ASC",
+         70),
+        ("subject IS NULL AND type NOT IN ('commitment', 'behaviour', 'episode')",
+         "eff DESC, recall_count DESC, id ASC", 70),
+    ]
+    parts = [RAW_SECTION.format(eff=EFF, pos=i, where=w, order=o, limit=n) for i, (w, o, n) in enumerate(sections)]
+    return " UNION ALL ".join(parts)
+
+
+async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str, Any]]:
+    import httpx
+    import uvicorn
+    from sqlalchemy import text
+
+    from backend.access.principal import ALL_CAPABILITIES, Principal
+    from backend.access.scope import build_scope
+    from backend.access.subjects import Subject
+    from backend.app import create_app
+    from backend.config import Settings
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.domains.audit.service import Actor
+    from backend.domains.injection import service
+    from backend.domains.injection.config import choose_block
+    from backend.domains.keys import service as keys_service
+    from backend.domains.memory import decay
+    from backend.domains.orgs import repository as orgs_repo
+    from shared.schemas.platform import InjectionBlock, KeyCreate, KeyMemoryConfig
+
+    settings = Settings(database_url=url, data_dir=Path(".coremem"), secret="bench-secret-" + "x" * 24,
+                        log_level="WARNING")
+    engine = make_engine(url, pool_size=4)
+    sessions = make_sessionmaker(engine)
+    org_id, index_id = meta["org_id"], meta["index_id"]
+    async with sessions() as db, db.begin():
+        admin = Principal("admin", org_id, Actor("system", "bench"), ALL_CAPABILITIES, None)
+        key_row, secret = await keys_service.create_key(
+            db, admin, org_id, KeyCreate(name=f"bench {time.time()}", capabilities=["knowledge", "memory",
+                                                                                   "management"],
+                                         memory=KeyMemoryConfig(injection=InjectionBlock(index_id=index_id))),
+            secret=settings.secret, retention_days=400)
+        org = await orgs_repo.get(db, org_id) or {}
+    half_lives = decay.half_lives(org, key_row)
+
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, url), host="127.0.0.1", port=port,
+                                           log_level="warning", access_log=False))
+    runner = threading.Thread(target=server.run, daemon=True)
+    runner.start()
+    http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {secret}"},
+                             timeout=60)
+    for _ in range(100):
+        try:
+            if (await http.get("/health")).status_code == 200:
+                break
+        except httpx.HTTPError:
+            await asyncio.sleep(0.1)
+    statement = text(raw_sql())
+
+    async def raw(person: str) -> int:
+        async with sessions() as db, db.begin():
+            return len((await db.execute(statement, {"org": org_id, "idx": index_id, "p": person})).all())
+
+    async def builder(person: str) -> int:
+        principal = Principal("key", org_id, Actor("key", key_row["id"]), frozenset(key_row["capabilities"]),
+                              Subject(person), key=key_row)
+        async with sessions() as db, db.begin():
+            scope = build_scope(principal, org.get("policy"))
+            built = await service.build(db, scope, half_lives, choose_block(principal, scope), turn_input=None,
+                                        max_budget=settings.injection_max_budget_tokens)
+            return len(built.block.lines) if built.block else 0
+
+    async def preview(person: str) -> int:
+        response = await http.post(f"/memory/stores/{index_id}/injection/preview",
+                                   json={"subject": {"id": person}, "key_id": key_row["id"]})
+        assert response.status_code == 200, response.text
+        return len(response.json()["records"])
+
+    modes = {"raw": raw, "builder": builder, "preview": preview}
+    who = {"median": meta["median"][0], "heaviest": meta["heaviest"][0]}
+    timings: dict[tuple[str, str], list[float]] = {(w, m): [] for w in who for m in modes}
+    results: dict[tuple[str, str], int] = {}
+    for person in who.values():
+        for fn in modes.values():
+            for _ in range(3):
+                await fn(person)
+    order = list(modes)
+    for rep in range(repeat):
+        for name, person in who.items():
+            for mode in order[rep % 3:] + order[:rep % 3]:
+                t0 = time.perf_counter()
+                results[(name, mode)] = await modes[mode](person)
+                timings[(name, mode)].append((time.perf_counter() - t0) * 1000)
+    rows = []
+    for name, person in who.items():
+        row: dict[str, Any] = {"who": name, "person": person,
+                               "records": meta[name][1]}
+        for mode in modes:
+            row[f"{mode}_p50"] = statistics.median(timings[(name, mode)])
+            row[f"{mode}_p95"] = percentile(timings[(name, mode)], 95)
+            row[f"{mode}_n"] = results[(name, mode)]
+        row["ratio50"] = row["builder_p50"] / row["raw_p50"]
+        row["ratio95"] = row["builder_p95"] / row["raw_p95"]
+        row["ok"] = row["ratio50"] <= 1.3 and row["ratio95"] <= 1.5
+        rows.append(row)
+    await http.aclose()
+    server.should_exit = True
+    runner.join(timeout=10)
+    await engine.dispose()
+    return rows
+
+
+def render(rows: list[dict[str, Any]], meta: dict[str, Any], repeat: int) -> str:
+    lines = [
+        "# Injection benchmark (INJ-13)", "",
+        f"Data: {RECORDS:,} records in one store, {PEOPLE:,} people (Zipf 1.1), {SHARED:.0%} shared, mixed types, "
+        f"{EMBEDDED:.0%} embedded ({DIMS} dims); organisation decay on facts (180 d) and preferences (90 d); "
+        f"seed {SEED}.",
+        f"Machine: 2 cores, CPython {platform.python_version()}, embedded PostgreSQL (pgserver). {repeat} runs per "
+        "person and mode, interleaved; times in ms.", "",
+        "- raw: one hand-written statement returning the same candidate rows (four sections, each filtered, ranked "
+        "by the same decayed confidence and bounded the same way).",
+        "- builder: `injection.service.build` as a turn runs it: store settings, index, one UNION ALL statement with "
+        "the policy scope, the walk and the rendering (no recall-count write).",
+        "- preview: `POST /memory/stores/{id}/injection/preview` over loopback HTTP (also lists left-out reasons "
+        "and writes an audit event).", "",
+        "| who | records | raw p50 | raw p95 | builder p50 | builder p95 | p50 ratio | p95 ratio | preview p50 | "
+        "preview p95 | lines | goal met |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        lines.append(f"| {r['who']} ({r['person']}) | {r['records']:,} | {r['raw_p50']:.2f} | {r['raw_p95']:.2f} | "
+                     f"{r['builder_p50']:.2f} | {r['builder_p95']:.2f} | {r['ratio50']:.2f}× | {r['ratio95']:.2f}× | "
+                     f"{r['preview_p50']:.2f} | {r['preview_p95']:.2f} | {r['builder_n']} | "
+                     f"{'yes' if r['ok'] else 'no'} |")
+    lines += ["", "Goal: builder p50 ≤ 1.3× raw and p95 ≤ 1.5× raw.",
+              f"Run at {datetime.now(UTC).isoformat(timespec='seconds')}.", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--repeat", type=int, default=40)
+    args = parser.parse_args()
+    url, _server = start_database(Path(".coremem/bench-pg"))
+    meta = build(url, args.rebuild)
+    rows = asyncio.run(measure(url, meta, args.repeat))
+    table = render(rows, meta, args.repeat)
+    print(table)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(table)
+
+
+if __name__ == "__main__":
+    main()
