@@ -94,6 +94,8 @@ class MemoryRecord(Base):
               postgresql_where=sql_text("expires_at IS NOT NULL")),
         Index("uq_memory_records_org_id_index_id_subject_type_key", "org_id", "index_id", "subject", "type", "key",
               unique=True, postgresql_where=sql_text("key IS NOT NULL"), postgresql_nulls_not_distinct=True),
+        Index("ix_memory_records_org_id_index_id_not_active", "org_id", "index_id",
+              postgresql_where=sql_text("status <> 'active'")),
         Index("ix_memory_records_search", "search", postgresql_using="gin"),
         Index("ix_memory_records_tags", "tags", postgresql_using="gin"),
         *[_hnsw(d) for d in HNSW_DIMENSIONS],

@@ -67,7 +67,7 @@ def test_inj_worked_example_through_the_previewer(org, client, db):
 
 
 def test_inj_12_preview_is_audited_changes_no_recall_count_and_is_refused_to_others(org, client, db):
-    index_id, ids = _worked_store(client, org, db)
+    index_id, _ = _worked_store(client, org, db)
     _preview(client, org, index_id, "anna")
     counts = {r[0]: r[1] for r in db.execute("SELECT id, recall_count FROM memory_records")}
     assert set(counts.values()) == {0}

@@ -25,7 +25,6 @@ from sqlalchemy import (
     not_,
     or_,
     select,
-    true,
     union_all,
 )
 from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
@@ -178,25 +177,29 @@ async def candidates(db: AsyncSession, scope: Scope, half_lives: Mapping[str, fl
 
 
 async def filtered_out(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,
-                       section: str, ranking: Ranking, bound: int, exclude: Sequence[str]) -> list[dict[str, Any]]:
-    """For the previewer: records of the section the person reaches that a filter kept out, with the reason."""
-    relevance = _relevance(ranking)
-    metadata_ok = (R.c.metadata.op("@>")(bindparam(None, dict(sel.metadata), type_=JSONB)) if sel.metadata
-                   else true())
-    type_ok = R.c.type.in_(list(sel.types)) if sel.types else true()
-    confidence_ok = (effective_expr(half_lives, at=sel.at) >= sel.min_confidence) if sel.min_confidence else true()
-    reason = case(
-        (not_(unexpired(sel.at)), "expired"),
+                       section: str, bound: int, exclude: Sequence[str]) -> list[dict[str, Any]]:
+    """For the previewer: up to `bound` records of the section the person reaches that a filter kept out.
+
+    Only the reasons that can apply are asked for (expired and replaced always; type, metadata and confidence
+    when the block sets them), and no order is imposed, so PostgreSQL stops at the bound: the expired and
+    replaced branches are partial-index ranges, so a store with nothing left out answers in milliseconds.
+    """
+    checks: list[tuple[ColumnElement[bool], str]] = [
+        (and_(R.c.expires_at.is_not(None), R.c.expires_at <= evaluated_at(sel.at)), "expired"),
         (R.c.status != "active", "replaced"),
-        (not_(type_ok), "filtered_by_type"),
-        (not_(metadata_ok), "filtered_by_metadata"),
-        (not_(confidence_ok), "below_min_confidence"),
-        else_=None,
-    )
+    ]
+    if sel.types:
+        checks.append((R.c.type.not_in(list(sel.types)), "filtered_by_type"))
+    if sel.metadata:
+        checks.append((not_(R.c.metadata.op("@>")(bindparam(None, dict(sel.metadata), type_=JSONB))),
+                       "filtered_by_metadata"))
+    if sel.min_confidence:
+        checks.append((effective_expr(half_lives, at=sel.at) < sel.min_confidence, "below_min_confidence"))
+    reason = case(*checks, else_=None)
     query = (select(R.c.id, R.c.type, reason.label("reason"))
              .where(*readable(scope), R.c.index_id == sel.index_id, _owner(section, sel.person),
-                    _section_kind(section), reason.is_not(None))
-             .order_by(*_order(section, half_lives, sel, ranking, relevance)).limit(bound))
+                    _section_kind(section), or_(*[condition for condition, _ in checks]))
+             .limit(bound))
     if exclude:
         query = query.where(R.c.id.not_in(list(exclude)))
     return _rows(await db.execute(query))

@@ -117,7 +117,7 @@ async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], ch
         for section in SECTIONS:
             if bounds[section] == 0:
                 continue
-            rows_out = await repo.filtered_out(db, scope, half_lives, sel, section, ranking, FILTER_REASON_BOUND, seen)
+            rows_out = await repo.filtered_out(db, scope, half_lives, sel, section, FILTER_REASON_BOUND, seen)
             filtered += [{"id": r["id"], "section": section, "type": r["type"], "reason": r["reason"]}
                          for r in rows_out]
     empty = None
