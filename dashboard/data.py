@@ -19,6 +19,7 @@ import streamlit as st
 
 from shared.client import API_URL_ENV, DEFAULT_API_URL, ApiError, AuditFilter, CoreClient
 from shared.schemas.platform import AdminOut, AuditEventOut, ChainStatus
+from shared.schemas.stores import PreviewIn, PreviewOut, PreviewSubject
 
 CACHE_SECONDS = 30
 KEY_STATUSES = ("active", "revoked", "expired")
@@ -153,6 +154,10 @@ def keys(client: CoreClient, org: str) -> pl.DataFrame:
                                       "expires_at": pl.Datetime("us", "UTC"), "revoked_at": pl.Datetime("us", "UTC")})
 
 
+def active_keys(client: CoreClient, org: str) -> pl.DataFrame:
+    return keys(client, org).filter(pl.col("status") == "active")
+
+
 def keys_by_status(frame: pl.DataFrame) -> dict[str, int]:
     counts = dict.fromkeys(KEY_STATUSES, 0)
     for row in frame.group_by("status").len().iter_rows():
@@ -222,3 +227,44 @@ def audit_filter(*, start: date | None, end: date | None, tz: str, actor_type: s
         object_type=object_type.strip() or None, object_id=object_id.strip() or None,
         subject=person.strip() or None, outcome=outcome,  # type: ignore[arg-type]
     )
+
+
+# ---------------------------------------------------------------- injection previewer (DSH-6)
+
+LEFT_OUT_SCHEMA: dict[str, Any] = {"id": pl.String, "section": pl.String, "type": pl.String, "reason": pl.String}
+
+
+def preview_body(*, person: str, attributes_json: str, nobody: bool, key_id: str | None, turn_input: str
+                 ) -> PreviewIn:
+    """The previewer's form as the API's request; bad attributes are refused in words before any call."""
+    subject = None
+    if not nobody:
+        if not person.strip():
+            raise ValueError("Name the person (her id), or tick *Nobody*.")
+        try:
+            attributes = json.loads(attributes_json) if attributes_json.strip() else {}
+        except ValueError as exc:
+            raise ValueError(f"Attributes must be JSON such as {{\"department\": [\"payroll\"]}}: {exc}") from None
+        if not isinstance(attributes, dict) or not all(
+                isinstance(v, list) and all(isinstance(x, str) for x in v) for v in attributes.values()):
+            raise ValueError("Attributes map a name to a list of strings, such as {\"department\": [\"payroll\"]}.")
+        subject = PreviewSubject(id=person.strip(), attributes=attributes)
+    return PreviewIn(subject=subject, key_id=key_id or None, input=turn_input or None)
+
+
+def run_preview(client: CoreClient, index_id: str, body: PreviewIn) -> PreviewOut:
+    # Not cached: every preview is an audited read the administrator asked for.
+    return client.injection_preview(index_id, body)
+
+
+def section_breakdown(result: PreviewOut) -> pl.DataFrame:
+    """Records and tokens per section, in the order sections print."""
+    rows = [{"section": section, "records": count,
+             "tokens": sum(r.tokens for r in result.records if r.section == section)}
+            for section, count in result.trace.sections.items()]
+    return pl.DataFrame(rows, schema={"section": pl.String, "records": pl.Int64, "tokens": pl.Int64})
+
+
+def left_out_frame(result: PreviewOut) -> pl.DataFrame:
+    rows = [{"id": x.id, "section": x.section, "type": x.type, "reason": x.reason} for x in result.trace.left_out]
+    return pl.DataFrame(rows, schema=LEFT_OUT_SCHEMA)

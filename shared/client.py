@@ -33,6 +33,7 @@ from shared.schemas.platform import (
     OrgOut,
     OrgPage,
 )
+from shared.schemas.stores import PreviewIn, PreviewOut
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -248,6 +249,12 @@ class CoreClient:
 
     def audit_verify(self) -> ChainStatus:
         return self._call("GET", "/audit/verify", ChainStatus)
+
+    # ------------------------------------------------------------ injection previewer (INJ-12, DSH-6)
+
+    def injection_preview(self, index_id: str, body: PreviewIn) -> PreviewOut:
+        """The block a turn with that key for that person would get; audited, changes nothing."""
+        return self._call("POST", f"/memory/stores/{index_id}/injection/preview", PreviewOut, body=body)
 
 
 class _Paged(Protocol[T_co]):

@@ -1,0 +1,55 @@
+"""DSH-6, DSH-11: the injection previewer page shows exactly the block the API's preview returns."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.conftest import log_in
+from tests.helpers import bearer
+
+
+def _store(client, org):
+    index_id = client.post("/indexes", headers=org.full, json={"name": "support"}).json()["id"]
+    anna = bearer(org.key, subject="anna")
+    for body, headers in (({"type": "fact", "text": "Has a dog named Rex"}, anna),
+                          ({"type": "behaviour", "text": "Answer in Dutch"}, anna),
+                          ({"type": "fact", "text": "Expense claims go to finance by the 25th"}, org.full),
+                          ({"type": "fact", "text": "Bob likes tea"}, bearer(org.key, subject="bob"))):
+        assert client.post("/memory", headers=headers, json={"index_id": index_id, **body}).status_code == 201
+    return index_id
+
+
+def _open(app: AppTest, org) -> AppTest:
+    log_in(app, org.admin_email, org.admin_password)
+    app.switch_page("app_pages/previewer.py").run()
+    assert not app.exception
+    return app
+
+
+def test_dsh_6_preview_block_equals_the_api_preview(app, org, client):
+    index_id = _store(client, org)
+    expected = client.post(f"/memory/stores/{index_id}/injection/preview", headers=org.admin,
+                           json={"subject": {"id": "anna"}, "input": "dog"}).json()
+    at = _open(app, org)
+    at.text_input(key="preview_person").input("anna")
+    at.text_area(key="preview_input").input("dog")
+    at.button(key="preview_submit").click().run()
+    assert not at.exception
+    assert [c.value for c in at.code] == [expected["block"]]
+    assert "Bob likes tea" not in expected["block"] and "Answer in Dutch" in expected["block"]
+    assert at.metric[0].value == f"{expected['trace']['estimated_tokens']} / {expected['trace']['budget_tokens']}"
+
+
+def test_dsh_6_nobody_gets_only_shared_records_and_bad_attributes_are_explained(app, org, client):
+    index_id = _store(client, org)
+    at = _open(app, org)
+    at.checkbox(key="preview_nobody").check()
+    at.button(key="preview_submit").click().run()
+    assert [c.value for c in at.code] == [
+        '[organisation]\n{"type":"fact","confidence":"100%","text":"Expense claims go to finance by the 25th"}']
+    at.checkbox(key="preview_nobody").uncheck()
+    at.text_input(key="preview_person").input("anna")
+    at.text_input(key="preview_attributes").input('{"department": "payroll"}')
+    at.button(key="preview_submit").click().run()
+    assert any("list of strings" in e.value for e in at.error)
+    assert index_id
