@@ -96,6 +96,14 @@ class MemoryRecord(Base):
               unique=True, postgresql_where=sql_text("key IS NOT NULL"), postgresql_nulls_not_distinct=True),
         Index("ix_memory_records_org_id_index_id_not_active", "org_id", "index_id",
               postgresql_where=sql_text("status <> 'active'")),
+        # Injection (INJ-13): each section reads an index range, never a whole store's shared records.
+        Index("ix_memory_records_org_id_index_id_subject_confidence", "org_id", "index_id", "subject", "confidence",
+              postgresql_where=sql_text("status = 'active'")),
+        Index("ix_memory_records_open_commitments", "org_id", "index_id", "subject",
+              postgresql_where=sql_text("type = 'commitment' AND status = 'active' AND "
+                                        "(commitment ->> 'status') = 'open'")),
+        Index("ix_memory_records_behaviour", "org_id", "index_id", "subject", "created_at",
+              postgresql_where=sql_text("type = 'behaviour' AND status = 'active'")),
         Index("ix_memory_records_search", "search", postgresql_using="gin"),
         Index("ix_memory_records_tags", "tags", postgresql_using="gin"),
         *[_hnsw(d) for d in HNSW_DIMENSIONS],

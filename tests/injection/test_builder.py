@@ -196,3 +196,56 @@ def test_inj_8_relevance_ranking_orders_by_the_turn_input(org, client, db):
     client.patch(f"/memory/stores/{index_id}", headers=org.full, json={"injection": {"rank": "relevance"}})
     by_relevance = _preview(client, org, index_id, "anna", input="hiking trip")["block"]
     assert by_relevance.index("hiking") < by_relevance.index("nurse")
+
+
+def test_inj_13_confidence_floor_gives_exactly_the_full_ranking(org, client, db, database_url, monkeypatch):
+    """The index-range shortcut (a stored-confidence floor) must pick the same top records as sorting them all."""
+    import random
+
+    from backend.domains.injection import repository as repo
+    from backend.domains.memory import decay
+
+    monkeypatch.setattr(repo, "HEAD", 40)  # a head smaller than the store, so the floor really cuts
+
+    index_id = _index(client, org)
+    client.patch(f"/tenants/{org.org_id}", headers=org.admin,
+                 json={"memory": {"decay": {"fact": {"half_life_days": 5}, "preference": {"half_life_days": 40}}}})
+    rng = random.Random(7)
+    for n in range(600):
+        db.execute("""INSERT INTO memory_records (org_id, id, index_id, subject, type, text, norm_hash, confidence,
+                      source, updated_at) VALUES (%s, %s, %s, %s, %s, 'x', 'h', %s, 'api',
+                      now() - make_interval(secs => %s))""",
+                   (org.org_id, f"mem_{n:05d}", index_id, rng.choice(["anna", None, None]),
+                    rng.choice(["fact", "preference", "note"]), rng.random(), rng.random() * 86400 * 60))
+    principal_org = db.execute("SELECT memory_decay FROM orgs WHERE id = %s", (org.org_id,)).fetchone()[0]
+    half_lives = decay.half_lives({"memory_decay": principal_org}, None)
+    from backend.access.principal import Principal
+    from backend.access.subjects import Subject
+    from backend.domains.audit.service import Actor
+
+    key = {"id": "key_x", "org_id": org.org_id, "policy": default_policy(), "capabilities": ["memory"], "memory": {}}
+    principal = Principal("key", org.org_id, Actor("key", "key_x"), frozenset({"memory"}), Subject("anna"), key=key)
+    scope = build_scope(principal, None)
+    sel = repo.Selection(index_id, "anna", [], {}, None)
+
+    async def fetch(bound: int) -> dict[str, list[str]]:
+        engine = make_engine(database_url, pool_size=1)
+        async with make_sessionmaker(engine)() as session:
+            found = await repo.candidates(session, scope, half_lives, sel,
+                                          {"about_this_person": bound, "organisation": bound},
+                                          repo.Ranking("confidence", None, None))
+        await engine.dispose()
+        return {s: [r["id"] for r in rows] for s, rows in found.items()}
+
+    def naive(owner_sql: str, bound: int) -> list[str]:
+        age = "extract(epoch FROM now() - updated_at) / 86400"
+        eff = (f"CASE WHEN type = 'fact' THEN confidence * power(0.5, {age} / 5)"
+               f" WHEN type = 'preference' THEN confidence * power(0.5, {age} / 40) ELSE confidence END")
+        rows = db.execute(f"SELECT id FROM memory_records WHERE index_id = %s AND {owner_sql} "
+                          f"ORDER BY {eff} DESC, recall_count DESC, id ASC LIMIT %s", (index_id, bound)).fetchall()
+        return [r[0] for r in rows]
+
+    for bound in (1, 7, 70, 400):
+        got = asyncio.run(fetch(bound))
+        assert got["about_this_person"] == naive("subject = 'anna'", bound)
+        assert got["organisation"] == naive("subject IS NULL", bound)

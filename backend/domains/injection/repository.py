@@ -22,6 +22,7 @@ from sqlalchemy import (
     cast,
     func,
     literal,
+    literal_column,
     not_,
     or_,
     select,
@@ -43,6 +44,7 @@ from backend.domains.memory.repository import (
 
 NOT_PERSONAL_OR_SHARED = ("commitment", "behaviour", "episode")  # types with sections of their own
 SLACK = 50  # candidates fetched beyond a section's count, so the budget walk can skip long ones
+HEAD = 2000  # records read by stored confidence to find the floor of the top candidates
 EPISODE_HALF_LIFE_DAYS = 30.0
 
 
@@ -84,13 +86,21 @@ def _owner(section: str, person: str | None) -> ColumnElement[bool]:
     return or_(R.c.subject == person, R.c.subject.is_(None)) if section == "commitments" else R.c.subject == person
 
 
+def _const(value: str) -> Any:
+    # Written into the SQL text, not bound, so the planner can match the partial indexes on these predicates.
+    return literal_column("'" + value.replace("'", "''") + "'")
+
+
+ACTIVE = R.c.status == _const("active")
+
+
 def _section_kind(section: str) -> ColumnElement[bool]:
     if section == "commitments":
-        return and_(R.c.type == "commitment", R.c.commitment["status"].astext == "open")
+        return and_(R.c.type == _const("commitment"), R.c.commitment.op("->>")(_const("status")) == _const("open"))
     if section == "behaviour":
-        return R.c.type == "behaviour"
+        return R.c.type == _const("behaviour")
     if section == "past_sessions":
-        return R.c.type == "episode"
+        return R.c.type == _const("episode")
     return R.c.type.not_in(NOT_PERSONAL_OR_SHARED)
 
 
@@ -154,11 +164,31 @@ def _section_query(scope: Scope, half_lives: Mapping[str, float], sel: Selection
                    bound: int, position: int) -> Any:
     relevance = _relevance(ranking)
     order = _order(section, half_lives, sel, ranking, relevance)
+    where = [*readable(scope), R.c.index_id == sel.index_id, ACTIVE, unexpired(sel.at), _owner(section, sel.person),
+             _section_kind(section), *_filters(sel, half_lives)]
+    by_confidence = section in ("about_this_person", "organisation") and not (
+        ranking.mode != "confidence" and (ranking.vector is not None or ranking.text_query))
+    if by_confidence:
+        where.append(R.c.confidence >= _confidence_floor(half_lives, sel, where, bound))
     return (select(*_columns(half_lives, sel, relevance), literal(position).label("section_position"),
                    func.row_number().over(order_by=order).label("rank"))
-            .where(*readable(scope), R.c.index_id == sel.index_id, R.c.status == "active", unexpired(sel.at),
-                   _owner(section, sel.person), _section_kind(section), *_filters(sel, half_lives))
-            .order_by(*order).limit(bound).subquery(f"s{position}"))
+            .where(*where).order_by(*order).limit(bound).subquery(f"s{position}"))
+
+
+def _confidence_floor(half_lives: Mapping[str, float], sel: Selection, where: list[ColumnElement[bool]],
+                      bound: int) -> ColumnElement[Any]:
+    """A stored-confidence floor that keeps the top `bound` records by effective confidence, exactly.
+
+    Decay never raises a confidence (effective <= stored). Take the HEAD records with the highest stored
+    confidence (an index range) and let t be the `bound`-th best effective confidence among them: at least
+    `bound` records reach t, and every record whose effective confidence reaches t has a stored confidence of
+    at least t. So ranking only the records with stored confidence >= t gives the same top `bound` as ranking
+    them all, while PostgreSQL reads an index range instead of sorting a whole store's shared records.
+    """
+    head = (select(effective_expr(half_lives, at=sel.at).label("eff")).where(*where)
+            .order_by(R.c.confidence.desc()).limit(max(HEAD, bound)).subquery())
+    floor = select(head.c.eff).order_by(head.c.eff.desc()).offset(bound - 1).limit(1).scalar_subquery()
+    return func.coalesce(floor, 0.0)
 
 
 async def candidates(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,
