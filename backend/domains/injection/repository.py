@@ -24,6 +24,7 @@ from sqlalchemy import (
     literal,
     literal_column,
     not_,
+    null,
     or_,
     select,
     union_all,
@@ -160,12 +161,30 @@ def _rows(result: Any) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in row._mapping.items()} for row in result]
 
 
+def _reachable(scope: Scope, section: str, person: str | None) -> list[ColumnElement[bool]]:
+    """The scope's clause; where the section fixes the owner, with that owner written in as a constant.
+
+    The section's own WHERE already pins the owner, so the policy's owner tests fold to constants and only
+    its label tests stay. The planner then reads the section's ranked index range instead of OR-ing bitmaps
+    of the person's and the shared records.
+    """
+    owner: Any = None
+    if section == "organisation":
+        owner = null()
+    elif section in ("behaviour", "about_this_person") and person is not None:
+        owner = literal(person)
+    if owner is None:
+        return readable(scope)
+    return [R.c.org_id == scope.org_id, scope.index_clause(R.c.index_id),
+            scope.visible("memory_record", "see", owner, R.c.labels)]
+
+
 def _section_query(scope: Scope, half_lives: Mapping[str, float], sel: Selection, section: str, ranking: Ranking,
                    bound: int, position: int) -> Any:
     relevance = _relevance(ranking)
     order = _order(section, half_lives, sel, ranking, relevance)
-    where = [*readable(scope), R.c.index_id == sel.index_id, ACTIVE, unexpired(sel.at), _owner(section, sel.person),
-             _section_kind(section), *_filters(sel, half_lives)]
+    where = [*_reachable(scope, section, sel.person), R.c.index_id == sel.index_id, ACTIVE, unexpired(sel.at),
+             _owner(section, sel.person), _section_kind(section), *_filters(sel, half_lives)]
     by_confidence = section in ("about_this_person", "organisation") and not (
         ranking.mode != "confidence" and (ranking.vector is not None or ranking.text_query))
     if by_confidence:
