@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest run serve migrate bench bench-search clean
+.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-export clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,10 @@ migrate: $(STAMP)
 bench-search: $(STAMP)
 	$(BIN)/python -m bench.search
 
-bench: bench-search
+bench-export: $(STAMP)
+	$(BIN)/python -m bench.export
+
+bench: bench-search bench-export
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache
