@@ -124,7 +124,7 @@ def _instant(value: str | None, name: str) -> Any:
 
 
 def run_export(url: str, org_id: str, kind: str, fmt: str, out: str, *, records: Any = None, shared: bool = False,
-               items: Any = None, progress: bool = False, batch_rows: int | None = None) -> int:
+               items: Any = None, progress: bool = False, block_bytes: int | None = None) -> int:
     """Write one export file the way `coremem export` does (the benchmark calls this too); returns the rows."""
     from backend.db.engine import make_engine, make_sessionmaker
     from backend.domains.exports import service
@@ -152,7 +152,7 @@ def run_export(url: str, org_id: str, kind: str, fmt: str, out: str, *, records:
             try:
                 with open(tmp, "wb") as sink:
                     async for chunk in service.encoded(sessions, export, service.check_format(fmt),
-                                                       batch_rows or service.BATCH_ROWS, advance):
+                                                       block_bytes or service.BLOCK_BYTES, advance):
                         sink.write(chunk)
                 os.replace(tmp, out)
             finally:

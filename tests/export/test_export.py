@@ -120,6 +120,9 @@ def test_exp_2_filters_index_type_subject_shared_since_until(mem, seeded, client
     assert ids(since=cut.isoformat()) == {s["bob"], s["shared"]}
     assert ids(until=cut.isoformat()) == {s["anna_fact"], s["anna_commitment"]}
     assert ids(since=(cut + timedelta(days=1)).isoformat()) == set()
+    assert ids(metadata="source:chat") == {s["anna_fact"]}  # JSONB parameters reach the COPY statement
+    assert ids(metadata="n:5", label="team:red", tag="DOCKER") == {s["anna_fact"]}
+    assert ids(metadata="source:mail") == set()
     # Another index of the same organisation is not in this index's export.
     other = export(client, admin, "ndjson", type="note")
     assert s["shared"] in other["id"].to_list()
@@ -276,7 +279,29 @@ def test_exp_4_records_frame_over_real_http(mem, seeded, live_api):
     assert sorted(frame["id"].to_list()) == sorted(r["id"] for r in seeded.values())
     only = records_frame(live_api, mem.org.key, index_id=mem.index_id, type="commitment")
     assert only["id"].to_list() == [seeded["anna_commitment"]["id"]]
+    since = datetime.fromisoformat(seeded["bob"]["created_at"])
+    shared = records_frame(live_api, mem.org.admin_token, index_id=mem.index_id, shared=True, since=since)
+    assert shared["id"].to_list() == [seeded["shared"]["id"]]
+    assert shared.schema == pl.Schema(RECORD_SCHEMA)
     token = mem.org.subject_token(mem.key, "anna")
     with pytest.raises(ApiError) as refused:
         records_frame(live_api, token)
     assert refused.value.status == 403 and refused.value.code == "subject_token_forbidden"
+
+
+def test_exp_1_tiny_blocks_cut_only_between_rows(mem, seeded, client, database_url, settings, tmp_path):
+    """Blocks far smaller than a row still split only at row ends, also inside quoted multi-line text."""
+    from backend.cli import run_export
+    from backend.domains.exports.repository import _row_end
+    from backend.domains.memory.repository import Filters
+
+    block = b'a,"x\ny ""q""\nz",1\nb,"\n",2\nc,"open'
+    assert block[:_row_end(block, len(block)) + 1] == b'a,"x\ny ""q""\nz",1\nb,"\n",2\n'
+    assert _row_end(b'a,"x\ny', 7) == -1
+    reference = export(client, mem.admin, "parquet", index_id=mem.index_id)
+    for fmt in ("parquet", "csv", "ndjson"):
+        out = tmp_path / f"tiny.{fmt}"
+        rows = run_export(database_url, mem.org.org_id, "records", fmt, str(out),
+                          records=Filters(index_id=mem.index_id), block_bytes=16)
+        assert rows == len(seeded)
+        assert read(out.read_bytes(), fmt).equals(reference)

@@ -1,7 +1,8 @@
 """The export schemas (EXP-3) and the writers that turn batches of rows into file bytes (EXP-1, EXP-2).
 
-The database hands over each row as one JSON line whose instants are microseconds since the epoch (an integer
-parses exactly and fast); `frame` reads a batch of lines with polars and casts them to the documented dtypes.
+The database hands over blocks of CSV rows (`COPY … TO STDOUT`) whose instants are microseconds since the epoch
+(an integer parses exactly and fast), lists JSON arrays and booleans `t`/`f`; `frame` parses a block with
+polars and casts it to the documented dtypes.
 A writer takes one DataFrame at a time and returns the bytes it produced, so the CLI appends them to a file
 and the HTTP route streams them: neither ever holds more than one batch.
 """
@@ -90,8 +91,15 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {"records": RECORD_SCHEMA, "thread_
 
 
 def wire_schema(schema: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
-    """How a JSON line from the database carries each column: instants as integer microseconds."""
-    return {name: pl.Int64() if dtype == INSTANT else dtype for name, dtype in schema.items()}
+    """How PostgreSQL's CSV carries each column: instants as integer microseconds, lists and booleans as text."""
+    def wire(dtype: pl.DataType) -> pl.DataType:
+        if dtype == INSTANT:
+            return pl.Int64()
+        if isinstance(dtype, pl.List) or dtype == pl.Boolean:
+            return pl.String()
+        return dtype
+
+    return {name: wire(dtype) for name, dtype in schema.items()}
 
 
 def csv_schema(schema: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
@@ -99,12 +107,24 @@ def csv_schema(schema: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
     return {name: pl.String() if isinstance(dtype, pl.List) else dtype for name, dtype in schema.items()}
 
 
-def frame(lines: list[str], schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
-    """One batch of JSON lines (one row each; JSON escapes every newline inside a value) as a typed DataFrame."""
-    if not lines:
+def _typed(name: str, dtype: pl.DataType) -> pl.Expr:
+    if dtype == INSTANT:
+        return pl.col(name).cast(dtype)
+    if dtype == pl.Boolean:
+        return pl.col(name) == "t"
+    if isinstance(dtype, pl.List):
+        return pl.col(name).str.json_decode(dtype)
+    return pl.col(name)
+
+
+def frame(block: bytes, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """A block of whole CSV rows from PostgreSQL (NULL unquoted and empty, text quoted as needed) as a typed
+    DataFrame."""
+    if not block:
         return pl.DataFrame(schema=dict(schema))
-    raw = pl.read_ndjson(io.BytesIO("\n".join(lines).encode()), schema=wire_schema(schema))
-    return raw.with_columns(pl.col(name).cast(dtype) for name, dtype in schema.items() if dtype == INSTANT)
+    raw = pl.read_csv(block, has_header=False, new_columns=list(schema), schema=wire_schema(schema),
+                      quote_char='"')
+    return raw.select(_typed(name, dtype).alias(name) for name, dtype in schema.items())
 
 
 def _json_lists(df: pl.DataFrame) -> pl.DataFrame:

@@ -1,7 +1,8 @@
-"""SQL of exports: the rows of `GET /memory` (same Scope, same filters) and of thread items, one JSON line each.
+"""SQL of exports: the rows of `GET /memory` (same Scope, same filters) and of thread items.
 
-PostgreSQL builds each row's JSON line itself (`row_to_json`), so the Python side moves one string per row
-and polars parses a whole batch at once; instants travel as integer microseconds since the epoch.
+The rows leave PostgreSQL through `COPY (SELECT …) TO STDOUT WITH (FORMAT csv)`, cut into blocks of whole rows
+that polars parses at once: no Python object per value. Instants travel as integer microseconds since the
+epoch, JSON values and lists as JSON text (formats.py turns them into the documented dtypes).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, Text, cast, func, literal_column, select, text
+from sqlalchemy import BigInteger, ColumnElement, Text, cast, func, select, text
 from sqlalchemy.dialects.postgresql import TIMESTAMP
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -48,7 +49,7 @@ def _record_select(scope: Scope, half_lives: Mapping[str, float], f: Filters, sh
     columns: list[Any] = [
         *[c[n] for n in PLAIN],
         _json_text(c.metadata).label("metadata"), _json_text(c.labels).label("labels"),
-        *[c[n] for n in AFTER_LABELS],
+        *[_json_text(func.to_json(c.tags)).label("tags") if n == "tags" else c[n] for n in AFTER_LABELS],
         _micros(c.expires_at).label("expires_at"), c.status, c.replaces, c.replaced_by, c.confirmations,
         _micros(c.last_confirmed_at).label("last_confirmed_at"), _json_text(c.provenance).label("provenance"),
         c.version,
@@ -57,29 +58,17 @@ def _record_select(scope: Scope, half_lives: Mapping[str, float], f: Filters, sh
         commitment.op("->>")("promised_to").label("commitment_promised_to"),
         _instant_in(episode, "from").label("episode_from"), _instant_in(episode, "to").label("episode_to"),
         *[episode.op("->>")(n).label(f"episode_{n}") for n in EPISODE_TEXT[:6]],
-        episode.op("->")("response_ids").label("episode_response_ids"),
+        _json_text(episode.op("->")("response_ids")).label("episode_response_ids"),
         *[episode.op("->>")(n).label(f"episode_{n}") for n in EPISODE_TEXT[6:]],
         _json_text(episode.op("->")("tools")).label("episode_tools"),
         _micros(c.created_at).label("created_at"), _micros(c.updated_at).label("updated_at"),
     ]
-    return select(*columns)
+    return select(*columns).order_by(c.id)
 
 
-def _json_rows(rows: Any, *order: Any) -> Any:
-    return (select(func.row_to_json(literal_column(rows.name)).op("::")(text("text"))).select_from(rows)
-            .order_by(*order))
-
-
-def record_lines(scope: Scope, half_lives: Mapping[str, float], f: Filters, shared: bool) -> Any:
-    """One JSON line per record the scope reaches and the filters keep, oldest id first."""
-    rows = _record_select(scope, half_lives, f, shared).subquery("x")
-    return _json_rows(rows, rows.c.id)
-
-
-def record_columns_select(scope: Scope, half_lives: Mapping[str, float], f: Filters, shared: bool) -> Any:
-    """The same columns as plain values (the benchmark's `COPY … TO STDOUT` baseline)."""
-    rows = _record_select(scope, half_lives, f, shared).subquery("x")
-    return select(rows).order_by(rows.c.id)
+def record_rows(scope: Scope, half_lives: Mapping[str, float], f: Filters, shared: bool) -> Any:
+    """The columns of formats.RECORD_SCHEMA for every record the scope reaches and the filters keep, by id."""
+    return _record_select(scope, half_lives, f, shared)
 
 
 async def count_records(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters,
@@ -106,14 +95,13 @@ def _item_where(scope: Scope, thread_id: str | None, subject: str | None, since:
     return where
 
 
-def item_lines(scope: Scope, thread_id: str | None, subject: str | None, since: datetime | None,
-               until: datetime | None) -> Any:
-    """One JSON line per item of the threads the scope sees, by thread and position."""
-    rows = (select(I.c.id, I.c.thread_id, I.c.position, I.c.type, I.c.role, I.c.subject, I.c.response_id, I.c.text,
+def item_rows(scope: Scope, thread_id: str | None, subject: str | None, since: datetime | None,
+              until: datetime | None) -> Any:
+    """The columns of formats.ITEM_SCHEMA for every item of the threads the scope sees, by thread and position."""
+    return (select(I.c.id, I.c.thread_id, I.c.position, I.c.type, I.c.role, I.c.subject, I.c.response_id, I.c.text,
                    _json_text(I.c.body).label("body"), _micros(I.c.created_at).label("created_at"))
             .where(*_item_where(scope, thread_id, subject, since, until))
-            .subquery("x"))
-    return _json_rows(rows, rows.c.thread_id, rows.c.position)
+            .order_by(I.c.thread_id, I.c.position))
 
 
 async def count_items(db: AsyncSession, scope: Scope, thread_id: str | None, subject: str | None,
@@ -127,8 +115,39 @@ async def snapshot(db: AsyncSession) -> None:
     await db.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
 
 
-async def stream_lines(db: AsyncSession, query: Any, batch_rows: int) -> AsyncIterator[list[str]]:
-    """A server-side cursor handing over `batch_rows` lines at a time; memory holds one batch."""
-    result = await db.stream(query.execution_options(yield_per=batch_rows))
-    async for part in result.scalars().partitions(batch_rows):
-        yield list(part)
+def _row_end(block: bytearray | bytes, end: int) -> int:
+    """The last row boundary before `end`: a newline outside quotes (CSV doubles quotes inside a field, so an
+    even count of quotes before a newline puts it outside every field). -1 when there is none."""
+    pos = block.rfind(b"\n", 0, end)
+    quotes = block.count(b'"', 0, pos) if pos >= 0 else 0
+    while pos >= 0 and quotes % 2:
+        prev = block.rfind(b"\n", 0, pos)
+        quotes -= block.count(b'"', prev + 1, pos)
+        pos = prev
+    return pos
+
+
+async def copy_csv(db: AsyncSession, query: Any, block_bytes: int) -> AsyncIterator[bytes]:
+    """`COPY (query) TO STDOUT` as CSV, handed over in blocks of whole rows of about `block_bytes`."""
+    from psycopg import AsyncClientCursor
+    from psycopg.types.json import JsonbDumper
+
+    connection = await db.connection()
+    compiled = query.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
+    raw = (await connection.get_raw_connection()).driver_connection
+    assert raw is not None
+    # COPY takes no server-side parameters: psycopg's client-side cursor quotes them into the statement.
+    cursor = AsyncClientCursor(raw)
+    cursor.adapters.register_dumper(dict, JsonbDumper)  # the JSONB filters (metadata=k:v, label=k:v)
+    pending = bytearray()
+    async with cursor:
+        async with cursor.copy(f"COPY ({compiled.string}) TO STDOUT WITH (FORMAT csv)", compiled.params) as copy:
+            async for chunk in copy:
+                pending += chunk
+                if len(pending) >= block_bytes:
+                    cut = _row_end(pending, len(pending))
+                    if cut >= 0:
+                        yield bytes(pending[:cut + 1])
+                        del pending[:cut + 1]
+        if pending:
+            yield bytes(pending)

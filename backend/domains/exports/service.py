@@ -1,8 +1,8 @@
 """Export for analysts (EXP-1 … EXP-3): who may export what, the audit event, and the batch pipeline.
 
-The pipeline is the same for the CLI and the HTTP route: a server-side cursor hands over `BATCH_ROWS` JSON
-lines, polars reads them into a typed DataFrame, and a `formats.Writer` turns that into bytes (a Parquet row
-group, CSV or NDJSON lines). Memory holds one batch, whatever the row count.
+The pipeline is the same for the CLI and the HTTP route: `COPY (SELECT …) TO STDOUT` hands over blocks of
+about `BLOCK_BYTES` of whole CSV rows, polars parses each into a typed DataFrame, and a `formats.Writer` turns
+that into bytes (a Parquet row group, CSV or NDJSON lines). Memory holds one block, whatever the row count.
 
 The audit event (`memory.export`, `thread_items.export`) is written and committed before the first byte
 leaves, with the number of rows that matched then; the rows themselves are read right after from one
@@ -32,7 +32,7 @@ from backend.domains.memory.repository import Filters
 from backend.domains.orgs import repository as orgs_repo
 from backend.errors import NotFound, ValidationFailed
 
-BATCH_ROWS = 20_000
+BLOCK_BYTES = 16 * 2**20
 CLI_ACTOR = Actor("system", "cli")
 
 
@@ -59,11 +59,11 @@ class Export:
     def schema(self) -> dict[str, pl.DataType]:
         return formats.SCHEMAS[self.kind]
 
-    def lines(self) -> Any:
+    def rows(self) -> Any:
         if self.kind == "records":
-            return repo.record_lines(self.scope, self.half_lives, self.records, self.shared)
+            return repo.record_rows(self.scope, self.half_lives, self.records, self.shared)
         i = self.items
-        return repo.item_lines(self.scope, i.thread_id, i.subject, i.since, i.until)
+        return repo.item_rows(self.scope, i.thread_id, i.subject, i.since, i.until)
 
     async def count(self, db: AsyncSession) -> int:
         if self.kind == "records":
@@ -142,20 +142,20 @@ async def _audit(db: AsyncSession, export: Export, actor: Actor, secret: str, fm
 
 # ---------------------------------------------------------------- the pipeline
 
-async def frames(db: AsyncSession, export: Export, batch_rows: int = BATCH_ROWS) -> AsyncIterator[pl.DataFrame]:
-    """Typed DataFrames of at most `batch_rows` rows; `db` must be a transaction that has run nothing yet."""
+async def frames(db: AsyncSession, export: Export, block_bytes: int = BLOCK_BYTES) -> AsyncIterator[pl.DataFrame]:
+    """Typed DataFrames of about `block_bytes` of rows each; `db` must be a transaction that has run nothing yet."""
     await repo.snapshot(db)
-    async for lines in repo.stream_lines(db, export.lines(), batch_rows):
-        yield formats.frame(lines, export.schema)
+    async for block in repo.copy_csv(db, export.rows(), block_bytes):
+        yield formats.frame(block, export.schema)
 
 
 async def encoded(sessions: async_sessionmaker[AsyncSession], export: Export, fmt: formats.Format,
-                  batch_rows: int = BATCH_ROWS, progress: Callable[[int], None] | None = None,
+                  block_bytes: int = BLOCK_BYTES, progress: Callable[[int], None] | None = None,
                   ) -> AsyncIterator[bytes]:
     """The file's bytes, batch by batch, read in a transaction of its own (the request's has committed)."""
     writer = formats.Writer(fmt, export.schema)
     async with sessions() as db, db.begin():
-        async for df in frames(db, export, batch_rows):
+        async for df in frames(db, export, block_bytes):
             chunk = writer.write(df)
             if chunk:
                 yield chunk
