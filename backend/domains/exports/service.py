@@ -11,6 +11,7 @@ read-only REPEATABLE READ snapshot (docs/decisions.md).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -142,25 +143,37 @@ async def _audit(db: AsyncSession, export: Export, actor: Actor, secret: str, fm
 
 # ---------------------------------------------------------------- the pipeline
 
-async def frames(db: AsyncSession, export: Export, block_bytes: int = BLOCK_BYTES) -> AsyncIterator[pl.DataFrame]:
-    """Typed DataFrames of about `block_bytes` of rows each; `db` must be a transaction that has run nothing yet."""
-    await repo.snapshot(db)
-    async for block in repo.copy_csv(db, export.rows(), block_bytes):
-        yield formats.frame(block, export.schema)
+def _convert(writer: formats.Writer, block: bytes, schema: dict[str, pl.DataType]) -> tuple[bytes, int]:
+    df = formats.frame(block, schema)
+    return writer.write(df), df.height
 
 
 async def encoded(sessions: async_sessionmaker[AsyncSession], export: Export, fmt: formats.Format,
                   block_bytes: int = BLOCK_BYTES, progress: Callable[[int], None] | None = None,
                   ) -> AsyncIterator[bytes]:
-    """The file's bytes, batch by batch, read in a transaction of its own (the request's has committed)."""
+    """The file's bytes, block by block, read in a transaction of its own (the request's has committed).
+
+    Block N is parsed and encoded in a worker thread (polars and pyarrow release the GIL) while block N+1 is
+    read from PostgreSQL, so the database and the encoder work at the same time; at most two blocks are held.
+    """
     writer = formats.Writer(fmt, export.schema)
+    running: asyncio.Future[tuple[bytes, int]] | None = None
     async with sessions() as db, db.begin():
-        async for df in frames(db, export, block_bytes):
-            chunk = writer.write(df)
-            if chunk:
-                yield chunk
-            if progress is not None:
-                progress(df.height)
+        await repo.snapshot(db)
+        async for block in repo.copy_csv(db, export.rows(), block_bytes):
+            if running is not None:
+                chunk, rows = await running
+                if chunk:
+                    yield chunk
+                if progress is not None:
+                    progress(rows)
+            running = asyncio.ensure_future(asyncio.to_thread(_convert, writer, block, export.schema))
+    if running is not None:
+        chunk, rows = await running
+        if chunk:
+            yield chunk
+        if progress is not None:
+            progress(rows)
     last = writer.close()
     if last:
         yield last
