@@ -4,7 +4,7 @@ The database hands over blocks of CSV rows (`COPY … TO STDOUT`) whose instants
 (an integer parses exactly and fast), lists JSON arrays and booleans `t`/`f`; `frame` parses a block with
 polars and casts it to the documented dtypes.
 A writer takes one DataFrame at a time and returns the bytes it produced, so the CLI appends them to a file
-and the HTTP route streams them: neither ever holds more than one batch.
+and the HTTP route streams them: neither holds more than two blocks (one read, one encoded).
 """
 
 from __future__ import annotations
