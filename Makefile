@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection clean
+.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,7 +41,10 @@ bench-search: $(STAMP)
 bench-injection: $(STAMP)
 	$(BIN)/python -m bench.injection
 
-bench: bench-search bench-injection
+bench-export: $(STAMP)
+	$(BIN)/python -m bench.export
+
+bench: bench-search bench-injection bench-export
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

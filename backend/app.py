@@ -18,6 +18,7 @@ from backend.config import Settings, get_settings
 from backend.db import migrate
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.domains.audit.controller import AuditController
+from backend.domains.exports.controller import ExportController
 from backend.domains.indexes.controller import IndexController
 from backend.domains.keys.controller import KeyController, OwnKeyController
 from backend.domains.memory.controller import MemoryController
@@ -94,7 +95,8 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
     return Litestar(
         route_handlers=[health, ready, AdminController, OrgController, KeyController, OwnKeyController,
                         IndexController, AuditController, StoreController, ThreadController,
-                        ThreadItemSearchController, MemoryController, ToolController, SubjectController],
+                        ThreadItemSearchController, ExportController, MemoryController, ToolController,
+                        SubjectController],
         dependencies={"db": Provide(provide_db), "principal": Provide(provide_principal)},
         before_request=refuse_nul_in_url,
         exception_handlers={

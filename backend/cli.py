@@ -103,6 +103,144 @@ def audit_verify(org_id: str | None) -> None:
         sys.exit(1)
 
 
+# ---------------------------------------------------------------- export (EXP-1)
+
+FORMAT_CHOICE = click.Choice(["parquet", "csv", "ndjson"])
+
+
+def _instant(value: str | None, name: str) -> Any:
+    """An instant on the command line: RFC 3339 with an offset (`2026-01-31T09:00:00Z`), like the API's."""
+    from datetime import datetime
+
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r} is not an RFC 3339 instant.", param_hint=name) from exc
+    if parsed.tzinfo is None:
+        raise click.BadParameter("an instant needs its offset, such as `...Z` or `...+01:00`.", param_hint=name)
+    return parsed
+
+
+def run_export(url: str, org_id: str, kind: str, fmt: str, out: str, *, records: Any = None, shared: bool = False,
+               items: Any = None, progress: bool = False, block_bytes: int | None = None) -> int:
+    """Write one export file the way `coremem export` does (the benchmark calls this too); returns the rows."""
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.domains.exports import service
+    from backend.errors import ApiError
+
+    secret = get_settings().secret
+
+    async def go() -> int:
+        engine = make_engine(url, pool_size=2)
+        try:
+            sessions = make_sessionmaker(engine)
+            async with sessions() as db, db.begin():
+                export = await service.for_org(db, org_id, kind, records=records, shared=shared, items=items)
+                total = await service.audit_cli(db, export, secret, fmt)
+            written = 0
+            bar = _progress(total) if progress else None
+
+            def advance(rows: int) -> None:
+                nonlocal written
+                written += rows
+                if bar is not None:
+                    bar[0].update(bar[1], completed=written)
+
+            tmp = out + ".part"
+            try:
+                with open(tmp, "wb") as sink:
+                    async for chunk in service.encoded(sessions, export, service.check_format(fmt),
+                                                       block_bytes or service.BLOCK_BYTES, advance):
+                        sink.write(chunk)
+                os.replace(tmp, out)
+            finally:
+                if bar is not None:
+                    bar[0].stop()
+                if os.path.exists(tmp):
+                    os.remove(tmp)
+            return written
+        finally:
+            await engine.dispose()
+
+    try:
+        return asyncio.run(go())
+    except ApiError as exc:
+        raise click.ClickException(exc.message) from exc
+
+
+def _progress(total: int) -> Any:
+    """A rich bar on a terminal: rows written of the rows counted, rate and elapsed time."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            return Text(f"{task.speed or 0:,.0f} rows/s")
+
+    bar = Progress(TextColumn("export"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), Rate(),
+                   TimeElapsedColumn())
+    task = bar.add_task("export", total=total)
+    bar.start()
+    return bar, task
+
+
+@main.group()
+def export() -> None:
+    """Export records or thread items for analysts (Parquet, CSV, NDJSON; docs/export.md)."""
+
+
+def _export_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed([
+        click.option("--org", "org_id", required=True, help="Organisation id; the export sees all of it."),
+        click.option("--format", "fmt", type=FORMAT_CHOICE, default="parquet", show_default=True),
+        click.option("--out", required=True, type=click.Path(dir_okay=False, writable=True), help="File to write."),
+        click.option("--since", default=None, help="Created at or after this instant (RFC 3339 with offset)."),
+        click.option("--until", default=None, help="Created before this instant."),
+    ]):
+        command = option(command)
+    return command
+
+
+@export.command("records")
+@_export_options
+@click.option("--index", "index_id", default=None, help="Only this index.")
+@click.option("--type", "types", multiple=True, help="Only this type (repeatable).")
+@click.option("--subject", default=None, help="Only this person's records.")
+@click.option("--shared", is_flag=True, help="Only shared records (nobody's).")
+@click.option("--include-expired", is_flag=True, help="Also records past `expires_at`.")
+@click.option("--include-replaced", is_flag=True, help="Also records a correction replaced.")
+def export_records(org_id: str, fmt: str, out: str, since: str | None, until: str | None, index_id: str | None,
+                   types: tuple[str, ...], subject: str | None, shared: bool, include_expired: bool,
+                   include_replaced: bool) -> None:
+    """Memory records as `GET /memory` shows them to an administrator, with effective confidence (EXP-1)."""
+    from backend.domains.memory.repository import Filters
+
+    if subject is not None and shared:
+        raise click.UsageError("--subject and --shared exclude each other.")
+    f = Filters(index_id=index_id, types=list(types), subject=subject, after=_instant(since, "--since"),
+                before=_instant(until, "--until"), include_expired=include_expired,
+                include_replaced=include_replaced)
+    rows = run_export(_database_url(), org_id, "records", fmt, out, records=f, shared=shared,
+                      progress=sys.stdout.isatty())
+    click.echo(f"{rows} records written to {out}")
+
+
+@export.command("thread-items")
+@_export_options
+@click.option("--thread", "thread_id", default=None, help="Only this thread.")
+@click.option("--subject", default=None, help="Only items this person wrote.")
+def export_thread_items(org_id: str, fmt: str, out: str, since: str | None, until: str | None,
+                        thread_id: str | None, subject: str | None) -> None:
+    """Items of the organisation's threads, by thread and position (EXP-1)."""
+    from backend.domains.exports.service import ItemFilters
+
+    items = ItemFilters(thread_id, subject, _instant(since, "--since"), _instant(until, "--until"))
+    rows = run_export(_database_url(), org_id, "thread_items", fmt, out, items=items, progress=sys.stdout.isatty())
+    click.echo(f"{rows} thread items written to {out}")
+
+
 def _serve(host: str, port: int, url: str | None = None) -> None:
     import uvicorn
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import httpx
 import msgspec
@@ -35,6 +35,9 @@ from shared.schemas.platform import (
 )
 from shared.schemas.stores import PreviewIn, PreviewOut
 
+if TYPE_CHECKING:
+    import polars as pl
+
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 ORG_HEADER = "X-Core-Org"
@@ -43,6 +46,7 @@ DEFAULT_API_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 15.0
 ActorType = Literal["key", "admin", "subject", "system"]
 Outcome = Literal["allowed", "denied"]
+ExportFormat = Literal["parquet", "csv", "ndjson"]
 QueryValue = str | int | float | bool | None | Sequence[str]
 
 
@@ -256,6 +260,36 @@ class CoreClient:
         """The block a turn with that key for that person would get; audited, changes nothing."""
         return self._call("POST", f"/memory/stores/{index_id}/injection/preview", PreviewOut, body=body)
 
+    # ------------------------------------------------------------ export (EXP-2, EXP-4)
+
+    def export_records(self, sink: IO[bytes], *, format: ExportFormat = "parquet", **filters: Any) -> int:
+        """Stream `GET /memory/export` into `sink` chunk by chunk; returns the bytes written.
+
+        `filters` are the route's query parameters (`index_id`, `type`, `subject`, `shared`, `since`, `until`, …);
+        instants must carry their offset.
+        """
+        params: dict[str, QueryValue] = {"format": format}
+        for name, value in filters.items():
+            params[name] = _instant(value) if isinstance(value, datetime) else value
+        headers = self._headers()
+        headers["Accept"] = "*/*"
+        written = 0
+        try:
+            with self._http.stream("GET", "/memory/export", params=_query(params), headers=headers) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise ApiError.from_response(response)
+                for chunk in response.iter_bytes():
+                    sink.write(chunk)
+                    written += len(chunk)
+        except httpx.TimeoutException as exc:
+            raise ApiError(0, "api_timeout", f"The API at {self.base_url} stopped answering for {self.timeout:g} s "
+                           f"({type(exc).__name__}).") from exc
+        except httpx.TransportError as exc:
+            raise ApiError(0, "api_unreachable", f"The API at {self.base_url} cannot be reached "
+                           f"({type(exc).__name__}: {exc}).") from exc
+        return written
+
 
 class _Paged(Protocol[T_co]):
     @property
@@ -283,4 +317,19 @@ def chain_summary(status: ChainStatus) -> str:
     return f"Hash chain BROKEN at seq {status.broken_at_seq}: {status.problem or 'unknown problem'}."
 
 
-__all__ = ["API_URL_ENV", "DEFAULT_API_URL", "ApiError", "AuditFilter", "CoreClient", "chain_summary"]
+def records_frame(base_url: str, key: str, *, org_id: str | None = None, timeout: float = 120.0,
+                  **filters: Any) -> pl.DataFrame:
+    """EXP-4: the records a key (or administrator token) may export, as a polars DataFrame with the documented
+    dtypes (docs/export.md). The Parquet body is spooled to a temporary file, never held whole in memory."""
+    import tempfile
+
+    import polars as pl
+
+    with CoreClient(base_url, key, org_id, timeout=timeout) as client, tempfile.TemporaryFile() as spool:
+        client.export_records(spool, format="parquet", **filters)
+        spool.seek(0)
+        return pl.read_parquet(spool)
+
+
+__all__ = ["API_URL_ENV", "DEFAULT_API_URL", "ApiError", "AuditFilter", "CoreClient", "chain_summary",
+           "records_frame"]

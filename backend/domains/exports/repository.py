@@ -1,0 +1,153 @@
+"""SQL of exports: the rows of `GET /memory` (same Scope, same filters) and of thread items.
+
+The rows leave PostgreSQL through `COPY (SELECT …) TO STDOUT WITH (FORMAT csv)`, cut into blocks of whole rows
+that polars parses at once: no Python object per value. Instants travel as integer microseconds since the
+epoch, JSON values and lists as JSON text (formats.py turns them into the documented dtypes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, ColumnElement, Text, cast, func, select, text
+from sqlalchemy.dialects.postgresql import TIMESTAMP
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.access.scope import Scope
+from backend.domains.memory.repository import Filters, R, filter_clauses, readable, record_columns
+from backend.domains.threads.repository import I, T
+
+PLAIN = ("id", "index_id", "subject", "type", "text")
+AFTER_LABELS = ("confidence", "effective_confidence", "contested", "contested_with", "recall_count", "source",
+                "verified", "key", "tags", "priority")
+EPISODE_TEXT = ("thread_id", "first_item_id", "last_item_id", "intent", "result", "result_basis", "agent_id",
+                "agent_version")
+
+
+def _micros(value: Any) -> ColumnElement[Any]:
+    """An instant as integer microseconds since the epoch (exact: `extract` answers numeric)."""
+    return cast(func.extract("epoch", value) * 1_000_000, BigInteger)
+
+
+def _json_text(value: Any) -> ColumnElement[Any]:
+    return cast(value, Text)
+
+
+def _instant_in(part: Any, name: str) -> ColumnElement[Any]:
+    return _micros(cast(part.op("->>")(name), TIMESTAMP(timezone=True)))
+
+
+def _record_select(scope: Scope, half_lives: Mapping[str, float], f: Filters, shared: bool) -> Any:
+    where = [*readable(scope), *filter_clauses(f, half_lives)]
+    if shared:
+        where.append(R.c.subject.is_(None))
+    r = select(*record_columns(scope, half_lives)).where(*where).subquery("r")
+    c = r.c
+    commitment, episode = c.commitment, c.episode
+    columns: list[Any] = [
+        *[c[n] for n in PLAIN],
+        _json_text(c.metadata).label("metadata"), _json_text(c.labels).label("labels"),
+        *[_json_text(func.to_json(c.tags)).label("tags") if n == "tags" else c[n] for n in AFTER_LABELS],
+        _micros(c.expires_at).label("expires_at"), c.status, c.replaces, c.replaced_by, c.confirmations,
+        _micros(c.last_confirmed_at).label("last_confirmed_at"), _json_text(c.provenance).label("provenance"),
+        c.version,
+        commitment.op("->>")("status").label("commitment_status"),
+        _instant_in(commitment, "due_at").label("commitment_due_at"),
+        commitment.op("->>")("promised_to").label("commitment_promised_to"),
+        _instant_in(episode, "from").label("episode_from"), _instant_in(episode, "to").label("episode_to"),
+        *[episode.op("->>")(n).label(f"episode_{n}") for n in EPISODE_TEXT[:6]],
+        _json_text(episode.op("->")("response_ids")).label("episode_response_ids"),
+        *[episode.op("->>")(n).label(f"episode_{n}") for n in EPISODE_TEXT[6:]],
+        _json_text(episode.op("->")("tools")).label("episode_tools"),
+        _micros(c.created_at).label("created_at"), _micros(c.updated_at).label("updated_at"),
+    ]
+    return select(*columns).order_by(c.id)
+
+
+def record_rows(scope: Scope, half_lives: Mapping[str, float], f: Filters, shared: bool) -> Any:
+    """The columns of formats.RECORD_SCHEMA for every record the scope reaches and the filters keep, by id."""
+    return _record_select(scope, half_lives, f, shared)
+
+
+async def count_records(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters,
+                        shared: bool) -> int:
+    where = [*readable(scope), *filter_clauses(f, half_lives)]
+    if shared:
+        where.append(R.c.subject.is_(None))
+    return int((await db.execute(select(func.count()).select_from(R).where(*where))).scalar_one())
+
+
+def _item_where(scope: Scope, thread_id: str | None, subject: str | None, since: datetime | None,
+                until: datetime | None) -> list[ColumnElement[bool]]:
+    seen = (select(T.c.id).where(T.c.org_id == scope.org_id, T.c.deleted_at.is_(None),
+                                 scope.visible("thread", "see", T.c.subject, T.c.labels)))
+    where: list[ColumnElement[bool]] = [I.c.org_id == scope.org_id, I.c.thread_id.in_(seen)]
+    if thread_id is not None:
+        where.append(I.c.thread_id == thread_id)
+    if subject is not None:
+        where.append(I.c.subject == subject)
+    if since is not None:
+        where.append(I.c.created_at >= since)
+    if until is not None:
+        where.append(I.c.created_at < until)
+    return where
+
+
+def item_rows(scope: Scope, thread_id: str | None, subject: str | None, since: datetime | None,
+              until: datetime | None) -> Any:
+    """The columns of formats.ITEM_SCHEMA for every item of the threads the scope sees, by thread and position."""
+    return (select(I.c.id, I.c.thread_id, I.c.position, I.c.type, I.c.role, I.c.subject, I.c.response_id, I.c.text,
+                   _json_text(I.c.body).label("body"), _micros(I.c.created_at).label("created_at"))
+            .where(*_item_where(scope, thread_id, subject, since, until))
+            .order_by(I.c.thread_id, I.c.position))
+
+
+async def count_items(db: AsyncSession, scope: Scope, thread_id: str | None, subject: str | None,
+                      since: datetime | None, until: datetime | None) -> int:
+    query = select(func.count()).select_from(I).where(*_item_where(scope, thread_id, subject, since, until))
+    return int((await db.execute(query)).scalar_one())
+
+
+async def snapshot(db: AsyncSession) -> None:
+    """Read every batch from one snapshot, read-only: the export is one consistent picture."""
+    await db.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+
+
+def _row_end(block: bytearray | bytes, end: int) -> int:
+    """The last row boundary before `end`: a newline outside quotes (CSV doubles quotes inside a field, so an
+    even count of quotes before a newline puts it outside every field). -1 when there is none."""
+    pos = block.rfind(b"\n", 0, end)
+    quotes = block.count(b'"', 0, pos) if pos >= 0 else 0
+    while pos >= 0 and quotes % 2:
+        prev = block.rfind(b"\n", 0, pos)
+        quotes -= block.count(b'"', prev + 1, pos)
+        pos = prev
+    return pos
+
+
+async def copy_csv(db: AsyncSession, query: Any, block_bytes: int) -> AsyncIterator[bytes]:
+    """`COPY (query) TO STDOUT` as CSV, handed over in blocks of whole rows of about `block_bytes`."""
+    from psycopg import AsyncClientCursor
+    from psycopg.types.json import JsonbDumper
+
+    connection = await db.connection()
+    compiled = query.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
+    raw = (await connection.get_raw_connection()).driver_connection
+    assert raw is not None
+    # COPY takes no server-side parameters: psycopg's client-side cursor quotes them into the statement.
+    cursor = AsyncClientCursor(raw)
+    cursor.adapters.register_dumper(dict, JsonbDumper)  # the JSONB filters (metadata=k:v, label=k:v)
+    pending = bytearray()
+    async with cursor:
+        async with cursor.copy(f"COPY ({compiled.string}) TO STDOUT WITH (FORMAT csv)", compiled.params) as copy:
+            async for chunk in copy:
+                pending += chunk
+                if len(pending) >= block_bytes:
+                    cut = _row_end(pending, len(pending))
+                    if cut >= 0:
+                        yield bytes(pending[:cut + 1])
+                        del pending[:cut + 1]
+        if pending:
+            yield bytes(pending)

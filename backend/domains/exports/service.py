@@ -1,0 +1,184 @@
+"""Export for analysts (EXP-1 … EXP-3): who may export what, the audit event, and the batch pipeline.
+
+The pipeline is the same for the CLI and the HTTP route: `COPY (SELECT …) TO STDOUT` hands over blocks of
+about `BLOCK_BYTES` of whole CSV rows, polars parses each into a typed DataFrame, and a `formats.Writer` turns
+that into bytes (a Parquet row group, CSV or NDJSON lines). Memory holds one block, whatever the row count.
+
+The audit event (`memory.export`, `thread_items.export`) is written and committed before the first byte
+leaves, with the number of rows that matched then; the rows themselves are read right after from one
+read-only REPEATABLE READ snapshot (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from backend.access.policy import Requester
+from backend.access.principal import Principal
+from backend.access.scope import Scope
+from backend.domains.audit import service as audit
+from backend.domains.audit.service import Actor
+from backend.domains.exports import formats
+from backend.domains.exports import repository as repo
+from backend.domains.memory import decay
+from backend.domains.memory import service as memory
+from backend.domains.memory.repository import Filters
+from backend.domains.orgs import repository as orgs_repo
+from backend.errors import NotFound, ValidationFailed
+
+BLOCK_BYTES = 16 * 2**20
+CLI_ACTOR = Actor("system", "cli")
+
+
+@dataclass(frozen=True)
+class ItemFilters:
+    thread_id: str | None = None
+    subject: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Export:
+    """One export: what kind of rows, whose view (scope and half-lives) and which filters."""
+
+    kind: str  # records | thread_items
+    scope: Scope
+    half_lives: Mapping[str, float] = field(default_factory=dict)
+    records: Filters = field(default_factory=Filters)
+    shared: bool = False
+    items: ItemFilters = field(default_factory=ItemFilters)
+
+    @property
+    def schema(self) -> dict[str, pl.DataType]:
+        return formats.SCHEMAS[self.kind]
+
+    def rows(self) -> Any:
+        if self.kind == "records":
+            return repo.record_rows(self.scope, self.half_lives, self.records, self.shared)
+        i = self.items
+        return repo.item_rows(self.scope, i.thread_id, i.subject, i.since, i.until)
+
+    async def count(self, db: AsyncSession) -> int:
+        if self.kind == "records":
+            return await repo.count_records(db, self.scope, self.half_lives, self.records, self.shared)
+        i = self.items
+        return await repo.count_items(db, self.scope, i.thread_id, i.subject, i.since, i.until)
+
+
+def check_format(fmt: str) -> formats.Format:
+    for known in formats.FORMATS:
+        if fmt == known:
+            return known
+    raise ValidationFailed("`format` is one of parquet, csv, ndjson.", param="format", code="invalid_format")
+
+
+def _check_owner(subject: str | None, shared: bool) -> None:
+    if subject is not None and shared:
+        raise ValidationFailed("Choose `subject` (one person's records) or `shared` (nobody's), not both.",
+                               param="shared", code="subject_and_shared")
+
+
+# ---------------------------------------------------------------- who exports
+
+async def for_request(db: AsyncSession, principal: Principal, secret: str, f: Filters, shared: bool, fmt: str,
+                      key_id: str | None = None) -> Export:
+    """EXP-2: administrators or keys with `management` (a subject token: 403); the view is `GET /memory`'s."""
+    principal.require_management()
+    r = await memory.reader(db, principal, secret, key_id=key_id)
+    _check_owner(f.subject, shared)
+    await memory.check_filters(db, r, f)
+    export = Export("records", r.scope, r.half_lives, f, shared)
+    filters = memory.describe_filters(r, f, shared=shared or None)
+    await _audit(db, export, principal.actor, secret, fmt, filters, "GET /memory/export")
+    return export
+
+
+async def for_org(db: AsyncSession, org_id: str, kind: str, *, records: Filters | None = None, shared: bool = False,
+                  items: ItemFilters | None = None) -> Export:
+    """The CLI reads as the organisation: every index, every owner, the organisation's half-lives (MEM-9)."""
+    org = await orgs_repo.get(db, org_id)
+    if org is None:
+        raise NotFound(f"No organisation {org_id!r}.", param="org")
+    f = records or Filters()
+    _check_owner(f.subject, shared)
+    scope = Scope(org_id, Requester(None, {}), None, (), unrestricted=True)
+    return Export(kind, scope, decay.half_lives(org, None), f, shared, items or ItemFilters())
+
+
+async def audit_cli(db: AsyncSession, export: Export, secret: str, fmt: str) -> int:
+    if export.kind == "records":
+        f = export.records
+        filters: dict[str, Any] = {
+            "index_id": f.index_id, "type": f.types or None, "shared": export.shared or None,
+            "subject_hash": audit.subject_hash(secret, export.scope.org_id, f.subject),
+            "after": f.after.isoformat() if f.after else None, "before": f.before.isoformat() if f.before else None,
+        }
+    else:
+        i = export.items
+        filters = {"thread_id": i.thread_id, "subject_hash": audit.subject_hash(secret, export.scope.org_id, i.subject),
+                   "since": i.since.isoformat() if i.since else None, "until": i.until.isoformat() if i.until else None}
+    return await _audit(db, export, CLI_ACTOR, secret, fmt, {k: v for k, v in filters.items() if v is not None},
+                        f"coremem export {export.kind.replace('_', '-')}")
+
+
+async def _audit(db: AsyncSession, export: Export, actor: Actor, secret: str, fmt: str, filters: dict[str, Any],
+                 route: str) -> int:
+    """PLT-2: an export is a read of many records; the event names the filters and the row count, no ids."""
+    count = await export.count(db)
+    action = "memory.export" if export.kind == "records" else "thread_items.export"
+    object_type = "memory_record" if export.kind == "records" else "thread_item"
+    await audit.record(db, org_id=export.scope.org_id, actor=actor, action=action, secret=secret,
+                       object_type=object_type,
+                       detail={"route": route, "format": fmt, "filters": filters, "count": count})
+    return count
+
+
+# ---------------------------------------------------------------- the pipeline
+
+def _convert(writer: formats.Writer, block: bytes, schema: dict[str, pl.DataType]) -> tuple[bytes, int]:
+    df = formats.frame(block, schema)
+    return writer.write(df), df.height
+
+
+async def encoded(sessions: async_sessionmaker[AsyncSession], export: Export, fmt: formats.Format,
+                  block_bytes: int = BLOCK_BYTES, progress: Callable[[int], None] | None = None,
+                  ) -> AsyncIterator[bytes]:
+    """The file's bytes, block by block, read in a transaction of its own (the request's has committed).
+
+    Block N is parsed and encoded in a worker thread (polars and pyarrow release the GIL) while block N+1 is
+    read from PostgreSQL, so the database and the encoder work at the same time; at most two blocks are held.
+    """
+    writer = formats.Writer(fmt, export.schema)
+    running: asyncio.Future[tuple[bytes, int]] | None = None
+    async with sessions() as db, db.begin():
+        await repo.snapshot(db)
+        async for block in repo.copy_csv(db, export.rows(), block_bytes):
+            if running is not None:
+                chunk, rows = await running
+                if chunk:
+                    yield chunk
+                if progress is not None:
+                    progress(rows)
+            running = asyncio.ensure_future(asyncio.to_thread(_convert, writer, block, export.schema))
+    if running is not None:
+        chunk, rows = await running
+        if chunk:
+            yield chunk
+        if progress is not None:
+            progress(rows)
+    last = writer.close()
+    if last:
+        yield last
+
+
+def filename(export: Export, fmt: str, at: datetime) -> str:
+    name = "memory" if export.kind == "records" else "thread-items"
+    return f"{name}-{export.scope.org_id}-{at.strftime('%Y%m%dT%H%M%SZ')}.{formats.EXTENSIONS[fmt]}"

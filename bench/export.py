@@ -1,0 +1,223 @@
+"""Benchmark of the analysts' export (EXP-1): peak memory and throughput at 100,000 and 1,000,000 records.
+
+A seeded generator COPYs the records of two organisations (100k and 1M records, texts of 40–400 characters,
+tags, metadata, labels, some commitments) into a scratch embedded PostgreSQL. Each export then runs in a
+subprocess of its own through `backend.cli.run_export` (the code path of `coremem export records`), which
+reports its rows, seconds and peak RSS (`getrusage(RUSAGE_SELF).ru_maxrss`); an export of zero rows gives the
+baseline of an interpreter with everything imported. In the same run, `COPY (SELECT <the same columns>) TO
+STDOUT` reads the same rows, for the throughput goal (export ≥ 50% of COPY's rows/s).
+
+    make bench-export                 # builds the data set once (kept in .coremem/bench-export-pg)
+    python -m bench.export --rebuild
+
+The table is printed and written to bench/results/export.md. Not part of `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+SEED = 20261203
+SIZES = (100_000, 1_000_000)
+DATABASE = "coremem_bench_export"
+PGDATA = Path(".coremem/bench-export-pg")
+RESULTS = Path(__file__).parent / "results" / "export.md"
+_WORDS = ("the of and to in is you that it he was for on are with as his they be at one have this from or had by "
+         "word but what some we can out other were all there when up use your how said an each refund invoice "
+         "order delivery customer question meeting office coffee tea prefers dislikes allergic lives works "
+         "Amsterdam Utrecht Rotterdam 中文 مرحبا café \"quoted\" comma, line")
+WORDS = _WORDS.split()
+TYPES = ("fact", "fact", "fact", "preference", "commitment", "behaviour", "note")
+
+
+def plain(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _copy_text(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def build(url: str, rebuild: bool) -> dict[str, Any]:
+    import psycopg
+
+    from backend.db import migrate
+    from backend.ids import new_id
+
+    migrate.upgrade(url)
+    conn = psycopg.connect(plain(url), autocommit=True)
+    conn.execute("CREATE TABLE IF NOT EXISTS bench_meta (key text PRIMARY KEY, value jsonb)")
+    row = conn.execute("SELECT value FROM bench_meta WHERE key = 'export'").fetchone()
+    if row and not rebuild and row[0].get("seed") == SEED:
+        print("reusing the data set")
+        return dict(row[0])
+    conn.execute("DELETE FROM bench_meta")
+    conn.execute("DELETE FROM memory_versions")
+    conn.execute("DELETE FROM memory_records")
+    rng = random.Random(SEED)
+    now = datetime.now(UTC).replace(microsecond=0)
+    orgs: dict[str, str] = {}
+    started = time.monotonic()
+    for size in SIZES:
+        name = f"Bench export {size}"
+        found = conn.execute("SELECT id FROM orgs WHERE name = %s", (name,)).fetchone()
+        org_id = found[0] if found else new_id("org")
+        if not found:
+            conn.execute("INSERT INTO orgs (id, name) VALUES (%s, %s)", (org_id, name))
+        index_id = f"idx_bench_{size}"
+        conn.execute("INSERT INTO indexes (org_id, id, name) VALUES (%s, %s, 'bench') ON CONFLICT DO NOTHING",
+                     (org_id, index_id))
+        orgs[str(size)] = org_id
+        people = [f"person{n}" for n in range(max(10, size // 50))]
+        batch = 100_000
+        for first in range(0, size, batch):
+            buf = io.StringIO()
+            for n in range(first, min(first + batch, size)):
+                at = now - timedelta(seconds=(size - n) * 30)
+                type_ = TYPES[n % len(TYPES)]
+                text = " ".join(rng.choices(WORDS, k=rng.randint(8, 70)))
+                subject = "\\N" if n % 5 == 0 else rng.choice(people)
+                commitment = ('{"status": "open", "due_at": "' + (at + timedelta(days=7)).isoformat()
+                              + '", "promised_to": "bob"}') if type_ == "commitment" else "\\N"
+                metadata = json.dumps({"source": "bench", "n": n, "note": text[:20]}, ensure_ascii=False)
+                tags = "{" + ",".join(rng.sample(("ops", "home", "work", "diet", "travel"), k=n % 3)) + "}"
+                record_id = new_id("mem", at_ms=int(at.timestamp() * 1000))
+                buf.write("\t".join([
+                    org_id, record_id, index_id, subject, type_, _copy_text(text), f"{n:064x}",
+                    _copy_text(metadata), '{"team": ["red"]}', f"{rng.random():.6f}", "api", tags, commitment,
+                    at.isoformat(), at.isoformat(),
+                ]) + "\n")
+            with conn.cursor() as cur, cur.copy(
+                    "COPY memory_records (org_id, id, index_id, subject, type, text, norm_hash, metadata, labels, "
+                    "confidence, source, tags, commitment, created_at, updated_at) FROM STDIN") as copy:
+                copy.write(buf.getvalue())
+            print(f"  {name}: {min(first + batch, size):,} records ({time.monotonic() - started:.0f} s)", flush=True)
+    conn.execute("VACUUM ANALYZE memory_records")
+    meta = {"seed": SEED, "orgs": orgs, "built_in_s": round(time.monotonic() - started)}
+    conn.execute("INSERT INTO bench_meta VALUES ('export', %s::jsonb)", (json.dumps(meta),))
+    conn.close()
+    return meta
+
+
+def child(url: str, org_id: str, out: str, empty: bool) -> None:
+    """One export in this process; prints rows, seconds and this process's peak RSS as JSON."""
+    from backend.cli import run_export
+    from backend.domains.memory.repository import Filters
+
+    f = Filters(types=["no_such_type"]) if empty else Filters()
+    started = time.perf_counter()
+    rows = run_export(url, org_id, "records", "parquet", out, records=f)
+    seconds = time.perf_counter() - started
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"rows": rows, "seconds": seconds, "peak_rss_mib": peak_kib / 1024,
+                      "bytes": os.path.getsize(out)}))
+
+
+def run_child(url: str, org_id: str, out: str, empty: bool = False) -> dict[str, Any]:
+    args = [sys.executable, "-m", "bench.export", "--child", org_id, "--out", out] + (["--empty"] if empty else [])
+    done = subprocess.run(args, env={**os.environ, "CORE_DATABASE_URL": url}, capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def copy_baseline(url: str, org_id: str) -> dict[str, Any]:
+    """`COPY (SELECT the export's columns, typed) TO STDOUT` of the same rows, read and dropped."""
+    import psycopg
+    from sqlalchemy.dialects import postgresql
+
+    from backend.access.policy import Requester
+    from backend.access.scope import Scope
+    from backend.domains.exports import repository
+    from backend.domains.memory.repository import Filters
+
+    scope = Scope(org_id, Requester(None, {}), None, (), unrestricted=True)
+    query = repository.record_rows(scope, {}, Filters(), False)
+    sql = str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+    with psycopg.connect(plain(url)) as conn, conn.cursor() as cur:
+        started = time.perf_counter()
+        size = 0
+        with cur.copy(f"COPY ({sql}) TO STDOUT") as copy:  # type: ignore[arg-type]
+            for chunk in copy:
+                size += len(chunk)
+        seconds = time.perf_counter() - started
+        rows = cur.rowcount
+    return {"rows": rows, "seconds": seconds, "bytes": size}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--child", default=None)
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--empty", action="store_true")
+    parser.add_argument("--build-only", action="store_true")
+    args = parser.parse_args()
+    if args.child:
+        child(os.environ["CORE_DATABASE_URL"], args.child, args.out, args.empty)
+        return
+
+    from backend.db.embedded import ensure_database, socket_url, start_server
+
+    server = start_server(PGDATA, cleanup_mode="stop")
+    ensure_database(server, DATABASE)
+    url = socket_url(PGDATA, DATABASE)
+    meta = build(url, args.rebuild)
+    if args.build_only:
+        return
+    lines = ["| records | export s | export rows/s | peak RSS MiB | Parquet MiB | COPY s | COPY rows/s | export/COPY |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    results: dict[int, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = run_child(url, meta["orgs"][str(SIZES[0])], f"{tmp}/empty.parquet", empty=True)
+        for size in SIZES:
+            org_id = meta["orgs"][str(size)]
+            copy = copy_baseline(url, org_id)
+            result = run_child(url, org_id, f"{tmp}/{size}.parquet")
+            assert result["rows"] == size == copy["rows"], (result, copy)
+            rate, copy_rate = size / result["seconds"], size / copy["seconds"]
+            results[size] = {**result, "rate": rate, "copy_rate": copy_rate}
+            lines.append(f"| {size:,} | {result['seconds']:.2f} | {rate:,.0f} | {result['peak_rss_mib']:.0f} | "
+                         f"{result['bytes'] / 2**20:.1f} | {copy['seconds']:.2f} | {copy_rate:,.0f} | "
+                         f"{rate / copy_rate:.0%} |")
+            print(lines[-1], flush=True)
+    small, large = results[SIZES[0]], results[SIZES[-1]]
+    rss_ratio = large["peak_rss_mib"] / small["peak_rss_mib"]
+    throughput = large["rate"] / large["copy_rate"]
+    report = "\n".join([
+        "# Export benchmark (EXP-1)", "",
+        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {platform.node()} ({platform.machine()}, "
+        f"{os.cpu_count()} CPUs), Python {platform.python_version()}, embedded PostgreSQL (pgserver), "
+        f"`python -m bench.export`. Each export is `backend.cli.run_export` (the `coremem export records "
+        f"--format parquet` path) in a subprocess of its own; peak RSS is that process's `ru_maxrss`. "
+        f"COPY reads `COPY (SELECT the same columns) TO STDOUT` of the same rows in the same run.", "",
+        *lines, "",
+        f"Baseline: an export of zero rows (interpreter, polars, pyarrow, SQLAlchemy loaded) peaks at "
+        f"{base['peak_rss_mib']:.0f} MiB.", "",
+        f"- Peak RSS at 1M / at 100k: {rss_ratio:.2f} (goal ≤ 1.5): {'met' if rss_ratio <= 1.5 else 'NOT met'}.",
+        f"- Throughput at 1M vs COPY: {throughput:.0%} (goal ≥ 50%): {'met' if throughput >= 0.5 else 'NOT met'}.",
+        "",
+    ])
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(report)
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
