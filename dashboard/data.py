@@ -300,7 +300,8 @@ def memory_history(client: CoreClient, record_id: str) -> MemoryHistory:
 
 
 def history_frame(history: MemoryHistory, tz: str) -> pl.DataFrame:
-    rows = [{"version": v.version, "at": v.at, "action": v.action, "actor": f"{v.actor.type} {v.actor.id or ''}".strip(),
+    rows = [{"version": v.version, "at": v.at, "action": v.action,
+             "actor": f"{v.actor.type} {v.actor.id or ''}".strip(),
              "partner": v.partner_id, "text": v.text, "confidence": v.confidence, "status": v.status,
              "verified": v.verified, "tags": v.tags, "priority": v.priority} for v in history.versions]
     frame = pl.DataFrame(rows, schema={"version": pl.Int64, "at": pl.Datetime("us", "UTC"), "action": pl.String,
