@@ -294,6 +294,12 @@ def memory_record(client: CoreClient, record_id: str) -> MemoryOut:
     return client.memory_record(record_id)
 
 
+def record_document(record: MemoryOut) -> dict[str, Any]:
+    """Every field of a record as JSON-ready values (instants as ISO text)."""
+    found: dict[str, Any] = msgspec.to_builtins(record)
+    return found
+
+
 @_cached
 def memory_history(client: CoreClient, record_id: str) -> MemoryHistory:
     return client.memory_history(record_id)

@@ -26,7 +26,9 @@ PLATFORM: list[PageSpec] = [
 # MEMORY PAGES REGISTER HERE once their API exists: records (DSH-3), stores (DSH-4), extraction health
 # (DSH-5), injection previewer (DSH-6), threads (DSH-7), proposals (DSH-9), export (DSH-10). Add a
 # PageSpec per page file in dashboard/app_pages/ to this list (and a section to SECTIONS below).
-MEMORY: list[PageSpec] = []
+MEMORY: list[PageSpec] = [
+    PageSpec("app_pages/records.py", "Records", ":material/database:", "records", "DSH-3"),
+]
 
 SECTIONS: dict[str, list[PageSpec]] = {
     "Platform": PLATFORM,
