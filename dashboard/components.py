@@ -157,3 +157,21 @@ def history_timeline(frame: pl.DataFrame, *, key: str) -> None:
         empty_state("No history yet.")
         return
     st.dataframe(frame, column_config=HISTORY_COLUMNS, hide_index=True, key=key)
+
+
+SETTINGS_COLUMNS: dict[str, Any] = {
+    "setting": st.column_config.TextColumn("setting"),
+    "effective": st.column_config.TextColumn("effective", help="What the store uses now"),
+    "default": st.column_config.TextColumn("default"),
+    "differs": st.column_config.CheckboxColumn("differs", width="small", help="Effective value is not the default"),
+}
+
+
+def settings_table(frame: pl.DataFrame, *, key: str) -> None:
+    """A section's settings; rows whose effective value differs from the default are highlighted."""
+    def highlight(row: Any) -> list[str]:
+        colour = "background-color: rgba(255, 164, 33, 0.25); font-weight: 600" if row["differs"] else ""
+        return [colour] * len(row)
+
+    styled = frame.to_pandas().style.apply(highlight, axis=1)
+    st.dataframe(styled, column_config=SETTINGS_COLUMNS, hide_index=True, key=key)

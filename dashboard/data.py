@@ -32,6 +32,8 @@ KNOWN_ACTIONS = ("audit.read", "index.created", "index.deleted", "key.changed", 
 KNOWN_TYPES = ("fact", "preference", "behaviour", "commitment", "lesson", "episode")
 SETTINGS_SECTIONS = ("injection", "commitments", "lessons", "promotion", "maintenance")
 SETTINGS_CHANGED = "store.settings_changed"
+# Settings whose value is one of a few names (the API's Literal); the editor offers them in a select box.
+SETTING_CHOICES: dict[str, list[str]] = {"injection.rank": ["confidence", "relevance", "blend"]}
 
 # session_state keys
 CLIENT = "client"
@@ -436,6 +438,35 @@ def section_diff(before: dict[str, Any], after: dict[str, Any]) -> pl.DataFrame:
     rows = [{"setting": name, "before": _shown(before.get(name)), "after": _shown(after.get(name))}
             for name in after if after.get(name) != before.get(name)]
     return pl.DataFrame(rows, schema={"setting": pl.String, "before": pl.String, "after": pl.String})
+
+
+class FieldError(ValueError):
+    """An editor value the dashboard cannot even send (JSON that does not parse), named like the API's `param`."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+        self.message = message
+
+
+def section_input(before: dict[str, Any], entered: dict[str, Any], section: str) -> dict[str, Any]:
+    """The editor's values as the section to send: JSON text parsed for maps; numbers left for the API to judge."""
+    after: dict[str, Any] = {}
+    for name, value in entered.items():
+        current = before.get(name)
+        if isinstance(current, dict | list):
+            try:
+                parsed = json.loads(value or "{}")
+            except json.JSONDecodeError as exc:
+                raise FieldError(f"{section}.{name}", f"`{name}` is not JSON: {exc.msg} (line {exc.lineno}).") from exc
+            if not isinstance(parsed, dict):
+                raise FieldError(f"{section}.{name}", f"`{name}` must be a JSON object such as {{}}.")
+            after[name] = parsed
+        elif isinstance(value, float) and value.is_integer():
+            after[name] = int(value)
+        else:
+            after[name] = value
+    return after
 
 
 def save_section(client: CoreClient, index_id: str, section: str, value: dict[str, Any]) -> StoreSettingsOut:

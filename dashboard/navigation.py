@@ -28,6 +28,7 @@ PLATFORM: list[PageSpec] = [
 # PageSpec per page file in dashboard/app_pages/ to this list (and a section to SECTIONS below).
 MEMORY: list[PageSpec] = [
     PageSpec("app_pages/records.py", "Records", ":material/database:", "records", "DSH-3"),
+    PageSpec("app_pages/stores.py", "Stores", ":material/tune:", "stores", "DSH-4"),
 ]
 
 SECTIONS: dict[str, list[PageSpec]] = {

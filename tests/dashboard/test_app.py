@@ -477,3 +477,91 @@ def test_dsh_3_api_errors_are_shown_with_their_code(app: AppTest, org: Org, memo
     open_record(app, "mem_does_not_exist")
     [message] = errors(app)
     assert message.startswith("Could not read record mem_does_not_exist:") and "Code `" in message
+
+
+# ---------------------------------------------------------------- DSH-4 stores
+
+
+@pytest.fixture
+def store_id(org: Org) -> str:
+    response = org.client.post("/indexes", json={"name": "handbook"}, headers=org.admin)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def open_stores(at: AppTest) -> AppTest:
+    at.switch_page("app_pages/stores.py").run()
+    no_exception(at)
+    assert titles(at) == ["Stores"]
+    return at
+
+
+def section_table(at: AppTest, section: str) -> Any:
+    """The values card of one section (a pandas frame: setting, effective, default, differs)."""
+    from dashboard import data
+
+    cards = [d.value for d in at.dataframe if "differs" in d.value.columns]
+    assert len(cards) == len(data.SETTINGS_SECTIONS)
+    return cards[data.SETTINGS_SECTIONS.index(section)].set_index("setting")
+
+
+def test_dsh_4_cards_show_effective_and_default_values(app: AppTest, org: Org, store_id: str) -> None:
+    log_in(app, org.admin_email, org.admin_password)
+    open_stores(app)
+    assert errors(app) == []
+    commitments = section_table(app, "commitments")
+    assert (commitments.loc["inject_limit", "effective"], commitments.loc["inject_limit", "default"]) == ("5", "5")
+    assert not commitments["differs"].any()
+    assert "No settings changes yet: this store has run on its defaults since it was made." in [
+        i.value for i in app.info]
+
+
+def test_dsh_4_edit_shows_the_change_then_saves_and_the_api_returns_it(app: AppTest, org: Org, store_id: str,
+                                                                       admin_client: CoreClient) -> None:
+    log_in(app, org.admin_email, org.admin_password)
+    open_stores(app)
+    app.number_input(key="stores_field_commitments_inject_limit").set_value(9)
+    app.button(key="stores_review_commitments").click().run()
+    no_exception(app)
+    [diff] = [d.value for d in app.dataframe if "before" in d.value.columns]
+    assert diff.to_dict("records") == [{"setting": "inject_limit", "before": "5", "after": "9"}]
+    assert admin_client.store_settings(store_id).commitments.inject_limit == 5  # nothing saved yet
+
+    app.button(key="stores_save_commitments").click().run()
+    no_exception(app)
+    assert errors(app) == []
+    assert [s.value for s in app.success] == ["Saved `commitments` of handbook."]
+    assert admin_client.store_settings(store_id).commitments.inject_limit == 9
+    commitments = section_table(app, "commitments")
+    assert (commitments.loc["inject_limit", "effective"], commitments.loc["inject_limit", "default"]) == ("9", "5")
+    assert bool(commitments.loc["inject_limit", "differs"])
+    [history] = [d.value for d in app.dataframe if "seq" in d.value.columns]
+    assert list(history["action"]) == ["store.settings_changed"] and list(history["object_id"]) == [store_id]
+    assert '"inject_limit": 9' in history["detail"][0]
+
+
+def test_dsh_4_api_validation_error_is_shown_beside_its_field(app: AppTest, org: Org, store_id: str,
+                                                              admin_client: CoreClient) -> None:
+    log_in(app, org.admin_email, org.admin_password)
+    open_stores(app)
+    app.number_input(key="stores_field_injection_budget_tokens").set_value(-1)
+    app.button(key="stores_review_injection").click().run()
+    app.button(key="stores_save_injection").click().run()
+    no_exception(app)
+    [message] = errors(app)
+    assert message.startswith("Could not save `injection.budget_tokens`:")
+    assert "field `injection.budget_tokens`" in message and "Code `" in message
+    # Shown inside the injection form, right after the field it names.
+    form = app.get("form")
+    injection_form = [f for f in form if any(getattr(c, "key", None) == "stores_field_injection_budget_tokens"
+                                             for c in f.children.values())]
+    [children] = [list(f.children.values()) for f in injection_form]
+    position = [getattr(c, "key", None) for c in children].index("stores_field_injection_budget_tokens")
+    assert children[position + 1].type == "error" and "budget_tokens" in children[position + 1].value
+    assert admin_client.store_settings(store_id).customised == []  # nothing was saved
+
+    app.number_input(key="stores_field_commitments_inject_limit").set_value(1000)
+    app.button(key="stores_review_commitments").click().run()
+    app.button(key="stores_save_commitments").click().run()
+    no_exception(app)
+    assert any("field `commitments.inject_limit`" in e for e in errors(app))
