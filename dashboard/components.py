@@ -175,3 +175,11 @@ def settings_table(frame: pl.DataFrame, *, key: str) -> None:
 
     styled = frame.to_pandas().style.apply(highlight, axis=1)
     st.dataframe(styled, column_config=SETTINGS_COLUMNS, hide_index=True, key=key)
+
+
+def record_counts_table(frame: pl.DataFrame, *, key: str) -> None:
+    """Records per store and type, personal and shared."""
+    st.dataframe(frame, hide_index=True, key=key, column_config={
+        "store": st.column_config.TextColumn("store"), "type": st.column_config.TextColumn("type"),
+        "records": st.column_config.NumberColumn("records"), "personal": st.column_config.NumberColumn("personal"),
+        "shared": st.column_config.NumberColumn("shared")})

@@ -403,6 +403,19 @@ def store_counts(client: CoreClient, index_ids: tuple[str, ...], sample: int) ->
     return frame.group_by("store", "type", "owner").len(name="records").sort("store", "type", "owner"), more
 
 
+def counts_by_store(counts: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame:
+    """One row per store and type: personal, shared and all records."""
+    wide = (counts.pivot(on="owner", index=["store", "type"], values="records", aggregate_function="sum")
+            if not counts.is_empty() else pl.DataFrame(schema={"store": pl.String, "type": pl.String}))
+    for column in ("personal", SHARED):
+        if column not in wide.columns:
+            wide = wide.with_columns(pl.lit(0, dtype=pl.UInt32).alias(column))
+    wide = wide.with_columns(pl.col("personal", SHARED).fill_null(0))
+    return (wide.with_columns((pl.col("personal") + pl.col(SHARED)).alias("records"),
+                              pl.col("store").replace(names).alias("store"))
+            .select("store", "type", "records", "personal", SHARED).sort("store", "type"))
+
+
 # ---------------------------------------------------------------- store settings
 
 
@@ -419,8 +432,14 @@ def section_values(settings: StoreSettingsOut, section: str) -> tuple[dict[str, 
 def section_frame(settings: StoreSettingsOut, section: str) -> pl.DataFrame:
     """One row per setting: effective value, default, and whether they differ (shown as text, JSON for maps)."""
     effective, defaults = section_values(settings, section)
-    rows = [{"setting": name, "effective": _shown(value), "default": _shown(defaults.get(name)),
-             "differs": value != defaults.get(name)} for name, value in effective.items()]
+    rows = []
+    for name, value in effective.items():
+        default = defaults.get(name)
+        shown = _shown(default)
+        if section == "injection" and name == "budget_tokens" and default is None:
+            # No budget of its own means the installation's ceiling, which is what the API reports as effective.
+            default, shown = settings.max_budget_tokens, f"none (the ceiling, {settings.max_budget_tokens})"
+        rows.append({"setting": name, "effective": _shown(value), "default": shown, "differs": value != default})
     return pl.DataFrame(rows, schema={"setting": pl.String, "effective": pl.String, "default": pl.String,
                                       "differs": pl.Boolean})
 

@@ -512,6 +512,9 @@ def test_dsh_4_cards_show_effective_and_default_values(app: AppTest, org: Org, s
     commitments = section_table(app, "commitments")
     assert (commitments.loc["inject_limit", "effective"], commitments.loc["inject_limit", "default"]) == ("5", "5")
     assert not commitments["differs"].any()
+    injection = section_table(app, "injection")
+    assert not injection["differs"].any()  # no budget of its own is the ceiling, not a difference
+    assert injection.loc["budget_tokens", "default"].startswith("none (the ceiling, ")
     assert "No settings changes yet: this store has run on its defaults since it was made." in [
         i.value for i in app.info]
 
@@ -565,3 +568,19 @@ def test_dsh_4_api_validation_error_is_shown_beside_its_field(app: AppTest, org:
     app.button(key="stores_save_commitments").click().run()
     no_exception(app)
     assert any("field `commitments.inject_limit`" in e for e in errors(app))
+
+
+def test_dsh_2_overview_counts_records_per_store_type_and_owner(app: AppTest, org: Org,
+                                                                memory_org: dict[str, Any]) -> None:
+    log_in(app, org.admin_email, org.admin_password)
+    no_exception(app)
+    assert errors(app) == []
+    shown = metrics(app)
+    assert (shown["Records"], shown["Personal records"], shown["Shared records"]) == ("4", "2", "2")
+    [counts] = [d.value for d in app.dataframe if "personal" in d.value.columns]
+    assert counts.to_dict("records") == [
+        {"store": "handbook", "type": "fact", "records": 2, "personal": 1, "shared": 1},
+        {"store": "handbook", "type": "preference", "records": 1, "personal": 1, "shared": 0},
+        {"store": "support", "type": "fact", "records": 1, "personal": 0, "shared": 1},
+    ]
+    assert any(c.value.startswith("Every active, unexpired record counted.") for c in app.caption)
