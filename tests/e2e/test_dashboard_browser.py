@@ -107,6 +107,7 @@ def test_dsh_11_browser_logs_in_and_opens_every_page(dashboard_url: str, org: Or
         written = org.client.post("/memory", json={"index_id": index_id, "type": kind, "text": text},
                                   headers=bearer(org.key, person) if person else org.full)
         assert written.status_code == 201, written.text
+    opened = written.json()["id"]
     changed = org.client.patch(f"/memory/stores/{index_id}", json={"commitments": {"inject_limit": 3}},
                                headers=org.admin)
     assert changed.status_code == 200, changed.text
@@ -142,5 +143,17 @@ def test_dsh_11_browser_logs_in_and_opens_every_page(dashboard_url: str, org: Or
                 assert_clean(page, spec.title)
                 shot(page, f"{number:02d}-{spec.url_path}")
             assert len(pages) >= 2
+
+            # A record's detail view (DSH-3): history, provenance, the edit form.
+            page.locator('[data-testid="stSidebarNav"] a', has_text="Records").click()
+            page.get_by_role("heading", name="Records", exact=True).wait_for(timeout=WAIT_MS)
+            settle(page)
+            field = page.get_by_role("textbox", name="Open a record by id")
+            field.fill(opened)
+            field.press("Enter")
+            page.get_by_role("tab", name="History").wait_for(timeout=WAIT_MS)
+            settle(page)
+            assert_clean(page, "record detail")
+            shot(page, f"{len(pages) + 2:02d}-records-detail")
         finally:
             browser.close()
