@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from backend.config import Settings
 from dashboard import navigation
-from shared.client import CoreClient
+from shared.client import AuditFilter, CoreClient
 from tests.dashboard.conftest import log_in, no_exception, record_event
 from tests.helpers import Org, bearer
 
@@ -343,12 +343,15 @@ def open_record(at: AppTest, record_id: str) -> AppTest:
     return at
 
 
-def test_dsh_3_banner_and_filters_narrow_the_table(app: AppTest, org: Org, memory_org: dict[str, Any]) -> None:
+def test_dsh_3_banner_and_filters_narrow_the_table(app: AppTest, org: Org, memory_org: dict[str, Any],
+                                                   admin_client: CoreClient) -> None:
     ids, stores = memory_org["ids"], memory_org["stores"]
     log_in(app, org.admin_email, org.admin_password)
     open_records(app)
     assert any("audit trail" in i.value for i in app.info)
     assert shown_ids(app) == [ids["vpn"], ids["bike"], ids["tea"], ids["office"]]
+    reads = admin_client.audit(AuditFilter(actions=("memory.read",))).data
+    assert any(e.actor.type == "admin" and e.detail.get("count") == 4 for e in reads)  # the banner is true
 
     app.selectbox(key="records_store").select(stores["handbook"])
     apply_records(app)
