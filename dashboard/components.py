@@ -10,6 +10,7 @@ import polars as pl
 import streamlit as st
 
 from shared.client import ApiError, chain_summary
+from shared.schemas.memory import MemoryOut
 from shared.schemas.platform import ChainStatus
 
 
@@ -87,3 +88,98 @@ def event_detail(event: dict[str, Any]) -> None:
     st.markdown(f"**Event `{event['id']}`** · seq {event['seq']} · `{event['action']}` · {event['outcome']}")
     st.caption(f"hash `{event['hash']}`")
     st.json(json.loads(event["detail"]) if event["detail"] else {}, expanded=True)
+
+
+RECORD_COLUMNS: dict[str, Any] = {
+    "id": st.column_config.TextColumn("id", width="small"),
+    "store": st.column_config.TextColumn("store", width="small"),
+    "owner": st.column_config.TextColumn("owner", width="small", help="A person's id, or shared"),
+    "type": st.column_config.TextColumn("type", width="small"),
+    "text": st.column_config.TextColumn("text", width="large"),
+    "effective": st.column_config.ProgressColumn("effective", min_value=0.0, max_value=1.0, format="%.2f",
+                                                 help="Confidence after decay, as the API computes it now"),
+    "stored": st.column_config.NumberColumn("stored", format="%.2f", width="small"),
+    "tags": st.column_config.ListColumn("tags"),
+    "priority": st.column_config.TextColumn("priority", width="small"),
+    "status": st.column_config.TextColumn("status", width="small"),
+    "verified": st.column_config.CheckboxColumn("verified", width="small"),
+    "contested": st.column_config.CheckboxColumn("contested", width="small"),
+    "source": None,
+    "version": st.column_config.NumberColumn("v", width="small"),
+    "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm"),
+    "expires_at": st.column_config.DatetimeColumn("expires", format="YYYY-MM-DD HH:mm"),
+}
+
+
+def records_table(frame: pl.DataFrame, *, key: str) -> dict[str, Any] | None:
+    """Memory records as a table; the selected row (as a dict) is returned."""
+    state = st.dataframe(frame, column_config=RECORD_COLUMNS, hide_index=True, key=key, on_select="rerun",
+                         selection_mode="single-row")
+    rows = state.selection.rows if state is not None else []
+    return frame.row(rows[0], named=True) if rows and rows[0] < frame.height else None
+
+
+def record_summary(record: MemoryOut, store: str, tz: str) -> None:
+    """The record's text, its confidence (effective against stored) and where it lives."""
+    st.markdown(f"> {record.text}")
+    cols = st.columns(5)
+    cols[0].metric("Effective confidence", f"{record.effective_confidence:.2f}",
+                   delta=f"{record.effective_confidence - record.confidence:+.2f} from stored", delta_color="off")
+    cols[1].metric("Stored confidence", f"{record.confidence:.2f}")
+    cols[2].metric("Version", record.version)
+    cols[3].metric("Recalled", record.recall_count)
+    cols[4].metric("Confirmations", record.confirmations)
+    flags = [f"store **{store}**", f"owner **{record.subject or 'shared'}**", f"type `{record.type}`",
+             f"status {record.status}", f"source {record.source}", f"priority {record.priority}"]
+    st.markdown(" · ".join(flags))
+    if record.verified:
+        st.badge("verified by an administrator", icon=":material/verified:", color="green")
+    if record.contested:
+        st.badge(f"contested with {record.contested_with}", icon=":material/compare_arrows:", color="orange")
+    if record.status == "replaced":
+        st.badge(f"replaced by {record.replaced_by}", icon=":material/history:", color="gray")
+
+
+HISTORY_COLUMNS: dict[str, Any] = {
+    "version": st.column_config.NumberColumn("v", width="small"),
+    "at": st.column_config.DatetimeColumn("at", format="YYYY-MM-DD HH:mm:ss"),
+    "action": st.column_config.TextColumn("action", width="small"),
+    "actor": st.column_config.TextColumn("by"),
+    "partner": st.column_config.TextColumn("partner", help="The record this one replaced or was confirmed by"),
+    "text": st.column_config.TextColumn("text", width="large"),
+    "confidence": st.column_config.NumberColumn("confidence", format="%.2f", width="small"),
+}
+
+
+def history_timeline(frame: pl.DataFrame, *, key: str) -> None:
+    """A record's versions, oldest first: what changed, when and by whom."""
+    if frame.is_empty():
+        empty_state("No history yet.")
+        return
+    st.dataframe(frame, column_config=HISTORY_COLUMNS, hide_index=True, key=key)
+
+
+SETTINGS_COLUMNS: dict[str, Any] = {
+    "setting": st.column_config.TextColumn("setting"),
+    "effective": st.column_config.TextColumn("effective", help="What the store uses now"),
+    "default": st.column_config.TextColumn("default"),
+    "differs": st.column_config.CheckboxColumn("differs", width="small", help="Effective value is not the default"),
+}
+
+
+def settings_table(frame: pl.DataFrame, *, key: str) -> None:
+    """A section's settings; rows whose effective value differs from the default are highlighted."""
+    def highlight(row: Any) -> list[str]:
+        colour = "background-color: rgba(255, 164, 33, 0.25); font-weight: 600" if row["differs"] else ""
+        return [colour] * len(row)
+
+    styled = frame.to_pandas().style.apply(highlight, axis=1)
+    st.dataframe(styled, column_config=SETTINGS_COLUMNS, hide_index=True, key=key)
+
+
+def record_counts_table(frame: pl.DataFrame, *, key: str) -> None:
+    """Records per store and type, personal and shared."""
+    st.dataframe(frame, hide_index=True, key=key, column_config={
+        "store": st.column_config.TextColumn("store"), "type": st.column_config.TextColumn("type"),
+        "records": st.column_config.NumberColumn("records"), "personal": st.column_config.NumberColumn("personal"),
+        "shared": st.column_config.NumberColumn("shared")})

@@ -14,18 +14,26 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import msgspec
 import polars as pl
 import streamlit as st
 
-from shared.client import API_URL_ENV, DEFAULT_API_URL, ApiError, AuditFilter, CoreClient
+from shared.client import API_URL_ENV, DEFAULT_API_URL, ApiError, AuditFilter, CoreClient, MemoryFilter
+from shared.schemas.memory import MemoryHistory, MemoryOut
 from shared.schemas.platform import AdminOut, AuditEventOut, ChainStatus
-from shared.schemas.stores import PreviewIn, PreviewOut, PreviewSubject
+from shared.schemas.stores import PreviewIn, PreviewOut, PreviewSubject, StoreSettingsOut
 
 CACHE_SECONDS = 30
 KEY_STATUSES = ("active", "revoked", "expired")
 # Actions the platform writes today; the filter accepts any other name typed in (memory, threads, ...).
 KNOWN_ACTIONS = ("audit.read", "index.created", "index.deleted", "key.changed", "key.created", "key.deleted",
-                 "key.revoked", "org.updated", "org.vocabulary_changed")
+                 "key.revoked", "org.updated", "org.vocabulary_changed", "store.settings_changed")
+# Record types the filter offers; any other lowercase name can be typed in.
+KNOWN_TYPES = ("fact", "preference", "behaviour", "commitment", "lesson", "episode")
+SETTINGS_SECTIONS = ("injection", "commitments", "lessons", "promotion", "maintenance")
+SETTINGS_CHANGED = "store.settings_changed"
+# Settings whose value is one of a few names (the API's Literal); the editor offers them in a select box.
+SETTING_CHOICES: dict[str, list[str]] = {"injection.rank": ["confidence", "relevance", "blend"]}
 
 # session_state keys
 CLIENT = "client"
@@ -104,13 +112,14 @@ def choose_org(value: str | None) -> None:
         return
     client().org_id = value
     st.session_state[ORG] = value
-    for key in [k for k in st.session_state if str(k).startswith("audit_")]:
+    for key in [k for k in st.session_state if str(k).startswith(("audit_", "records_", "stores_"))]:
         del st.session_state[key]
 
 
 def refresh() -> None:
     """Forget the cached answers so the next run asks the API again."""
-    for fn in (organisations, org_timezone, indexes, keys, audit_page, recent_events, chain_status):
+    for fn in (organisations, org_timezone, indexes, keys, audit_page, recent_events, chain_status, memory_page,
+               memory_record, memory_history, store_settings, store_counts):
         fn.clear()
 
 
@@ -268,3 +277,273 @@ def section_breakdown(result: PreviewOut) -> pl.DataFrame:
 def left_out_frame(result: PreviewOut) -> pl.DataFrame:
     rows = [{"id": x.id, "section": x.section, "type": x.type, "reason": x.reason} for x in result.trace.left_out]
     return pl.DataFrame(rows, schema=LEFT_OUT_SCHEMA)
+
+
+# ---------------------------------------------------------------- memory records
+
+RECORD_SCHEMA: dict[str, Any] = {
+    "id": pl.String, "store": pl.String, "owner": pl.String, "type": pl.String, "text": pl.String,
+    "effective": pl.Float64, "stored": pl.Float64, "tags": pl.List(pl.String), "priority": pl.String,
+    "status": pl.String, "verified": pl.Boolean, "contested": pl.Boolean, "source": pl.String,
+    "version": pl.Int64, "updated_at": pl.Datetime("us", "UTC"), "expires_at": pl.Datetime("us", "UTC"),
+}
+SHARED = "shared"
+
+
+def pairs(text: str) -> tuple[tuple[str, str], ...]:
+    """`team:support, lang:nl` as name/value pairs; an entry without a colon is refused in words."""
+    found: list[tuple[str, str]] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, colon, value = part.partition(":")
+        if not colon or not name.strip() or not value.strip():
+            raise ValueError(f"`{part}` is not `name:value`.")
+        found.append((name.strip(), value.strip()))
+    return tuple(found)
+
+
+def words(text: str) -> tuple[str, ...]:
+    return tuple(w.strip() for w in text.split(",") if w.strip())
+
+
+def memory_filter(*, index_id: str | None, types: list[str], person: str, tags: str, labels: str, metadata: str,
+                  q: str, min_confidence: float, include_expired: bool, include_replaced: bool) -> MemoryFilter:
+    """The records page's filter widgets as the query of `GET /memory`; blank fields do not filter."""
+    return MemoryFilter(index_id=index_id or None, types=tuple(t.strip() for t in types if t.strip()),
+                        subject=person.strip() or None, tags=words(tags), labels=pairs(labels),
+                        metadata=pairs(metadata), q=q.strip() or None,
+                        min_confidence=min_confidence if min_confidence > 0 else None,
+                        include_expired=include_expired, include_replaced=include_replaced)
+
+
+def records_frame(records: list[MemoryOut], tz: str, store_names: dict[str, str] | None = None) -> pl.DataFrame:
+    names = store_names or {}
+    rows = [{"id": r.id, "store": names.get(r.index_id, r.index_id), "owner": r.subject or SHARED, "type": r.type,
+             "text": r.text, "effective": r.effective_confidence, "stored": r.confidence, "tags": r.tags,
+             "priority": r.priority, "status": r.status, "verified": r.verified, "contested": r.contested,
+             "source": r.source, "version": r.version, "updated_at": r.updated_at, "expires_at": r.expires_at}
+            for r in records]
+    frame = pl.DataFrame(rows, schema=RECORD_SCHEMA)
+    return frame.with_columns(pl.col("updated_at", "expires_at").dt.convert_time_zone(tz))
+
+
+@_cached
+def memory_page(client: CoreClient, filters: MemoryFilter, cursor: str | None, limit: int
+                ) -> tuple[list[MemoryOut], str | None]:
+    """One page of records, newest first, and the cursor of the next page (the API audits the read)."""
+    page = client.memory(filters, cursor=cursor, limit=limit)
+    return page.data, page.next_cursor
+
+
+@_cached
+def memory_record(client: CoreClient, record_id: str) -> MemoryOut:
+    return client.memory_record(record_id)
+
+
+def record_document(record: MemoryOut) -> dict[str, Any]:
+    """Every field of a record as JSON-ready values (instants as ISO text)."""
+    found: dict[str, Any] = msgspec.to_builtins(record)
+    return found
+
+
+@_cached
+def memory_history(client: CoreClient, record_id: str) -> MemoryHistory:
+    return client.memory_history(record_id)
+
+
+def history_frame(history: MemoryHistory, tz: str) -> pl.DataFrame:
+    rows = [{"version": v.version, "at": v.at, "action": v.action,
+             "actor": f"{v.actor.type} {v.actor.id or ''}".strip(),
+             "partner": v.partner_id, "text": v.text, "confidence": v.confidence, "status": v.status,
+             "verified": v.verified, "tags": v.tags, "priority": v.priority} for v in history.versions]
+    frame = pl.DataFrame(rows, schema={"version": pl.Int64, "at": pl.Datetime("us", "UTC"), "action": pl.String,
+                                       "actor": pl.String, "partner": pl.String, "text": pl.String,
+                                       "confidence": pl.Float64, "status": pl.String, "verified": pl.Boolean,
+                                       "tags": pl.List(pl.String), "priority": pl.String})
+    return frame.with_columns(pl.col("at").dt.convert_time_zone(tz))
+
+
+def thread_ids(provenance: dict[str, Any] | None) -> list[str]:
+    """Every thread id a record's provenance names (`thread_id`, `threads`, nested ones)."""
+    found: list[str] = []
+
+    def walk(value: Any, key: str = "") -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, str(k))
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, key)
+        elif isinstance(value, str) and "thread" in key and value not in found:
+            found.append(value)
+
+    walk(provenance or {})
+    return found
+
+
+def forget_memory() -> None:
+    """After a change: the next run asks the API again for lists, the record and its history."""
+    for fn in (memory_page, memory_record, memory_history, store_counts):
+        fn.clear()
+
+
+def record_changes(record: MemoryOut, *, text: str, confidence: float, priority: str, tags: str,
+                   metadata: str, labels: str) -> dict[str, Any]:
+    """The edit form's fields that differ from the record, as a PATCH body (only what changed)."""
+    changes: dict[str, Any] = {}
+    if text != record.text:
+        changes["text"] = text
+    if round(confidence, 4) != round(record.confidence, 4):
+        changes["confidence"] = confidence
+    if priority != record.priority:
+        changes["priority"] = priority
+    new_tags = list(words(tags))
+    if new_tags != record.tags:
+        changes["tags"] = new_tags
+    for name, raw, current in (("metadata", metadata, record.metadata), ("labels", labels, record.labels)):
+        try:
+            value = json.loads(raw or "{}")
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"`{name}` is not JSON: {exc.msg} (line {exc.lineno}).") from exc
+        if value != current:
+            changes[name] = value
+    return changes
+
+
+def edit_record(client: CoreClient, record_id: str, changes: dict[str, Any]) -> MemoryOut:
+    try:
+        return client.update_memory(record_id, changes)
+    finally:
+        forget_memory()
+
+
+def verify_record(client: CoreClient, record_id: str) -> MemoryOut:
+    try:
+        return client.verify_memory(record_id)
+    finally:
+        forget_memory()
+
+
+def delete_record(client: CoreClient, record_id: str) -> None:
+    try:
+        client.delete_memory(record_id)
+    finally:
+        forget_memory()
+
+
+@_cached
+def store_counts(client: CoreClient, index_ids: tuple[str, ...], sample: int) -> tuple[pl.DataFrame, bool]:
+    """Records per store, type and owner kind, from the first `sample` records of each store (one page each).
+
+    The second value says whether any store holds more than was read (then the counts are a sample).
+    """
+    rows: list[dict[str, Any]] = []
+    more = False
+    for index_id in index_ids:
+        page = client.memory(MemoryFilter(index_id=index_id), limit=sample)
+        more = more or page.next_cursor is not None
+        rows += [{"store": index_id, "type": r.type, "owner": "personal" if r.subject else SHARED} for r in page.data]
+    frame = pl.DataFrame(rows, schema={"store": pl.String, "type": pl.String, "owner": pl.String})
+    return frame.group_by("store", "type", "owner").len(name="records").sort("store", "type", "owner"), more
+
+
+def counts_by_store(counts: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame:
+    """One row per store and type: personal, shared and all records."""
+    wide = (counts.pivot(on="owner", index=["store", "type"], values="records", aggregate_function="sum")
+            if not counts.is_empty() else pl.DataFrame(schema={"store": pl.String, "type": pl.String}))
+    for column in ("personal", SHARED):
+        if column not in wide.columns:
+            wide = wide.with_columns(pl.lit(0, dtype=pl.UInt32).alias(column))
+    wide = wide.with_columns(pl.col("personal", SHARED).fill_null(0))
+    return (wide.with_columns((pl.col("personal") + pl.col(SHARED)).alias("records"),
+                              pl.col("store").replace(names).alias("store"))
+            .select("store", "type", "records", "personal", SHARED).sort("store", "type"))
+
+
+# ---------------------------------------------------------------- store settings
+
+
+@_cached
+def store_settings(client: CoreClient, index_id: str) -> StoreSettingsOut:
+    return client.store_settings(index_id)
+
+
+def section_values(settings: StoreSettingsOut, section: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A section's effective values and its defaults, as plain dicts."""
+    return (msgspec.to_builtins(getattr(settings, section)), msgspec.to_builtins(getattr(settings.defaults, section)))
+
+
+def section_frame(settings: StoreSettingsOut, section: str) -> pl.DataFrame:
+    """One row per setting: effective value, default, and whether they differ (shown as text, JSON for maps)."""
+    effective, defaults = section_values(settings, section)
+    rows = []
+    for name, value in effective.items():
+        default = defaults.get(name)
+        shown = _shown(default)
+        if section == "injection" and name == "budget_tokens" and default is None:
+            # No budget of its own means the installation's ceiling, which is what the API reports as effective.
+            default, shown = settings.max_budget_tokens, f"none (the ceiling, {settings.max_budget_tokens})"
+        rows.append({"setting": name, "effective": _shown(value), "default": shown, "differs": value != default})
+    return pl.DataFrame(rows, schema={"setting": pl.String, "effective": pl.String, "default": pl.String,
+                                      "differs": pl.Boolean})
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, dict | list | bool):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def section_diff(before: dict[str, Any], after: dict[str, Any]) -> pl.DataFrame:
+    """The settings a save would change: name, before, after."""
+    rows = [{"setting": name, "before": _shown(before.get(name)), "after": _shown(after.get(name))}
+            for name in after if after.get(name) != before.get(name)]
+    return pl.DataFrame(rows, schema={"setting": pl.String, "before": pl.String, "after": pl.String})
+
+
+class FieldError(ValueError):
+    """An editor value the dashboard cannot even send (JSON that does not parse), named like the API's `param`."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+        self.message = message
+
+
+def section_input(before: dict[str, Any], entered: dict[str, Any], section: str) -> dict[str, Any]:
+    """The editor's values as the section to send: JSON text parsed for maps; numbers left for the API to judge."""
+    after: dict[str, Any] = {}
+    for name, value in entered.items():
+        current = before.get(name)
+        if isinstance(current, dict | list):
+            try:
+                parsed = json.loads(value or "{}")
+            except json.JSONDecodeError as exc:
+                raise FieldError(f"{section}.{name}", f"`{name}` is not JSON: {exc.msg} (line {exc.lineno}).") from exc
+            if not isinstance(parsed, dict):
+                raise FieldError(f"{section}.{name}", f"`{name}` must be a JSON object such as {{}}.")
+            after[name] = parsed
+        elif isinstance(value, float) and value.is_integer():
+            after[name] = int(value)
+        else:
+            after[name] = value
+    return after
+
+
+def save_section(client: CoreClient, index_id: str, section: str, value: dict[str, Any]) -> StoreSettingsOut:
+    """Replace one section whole; the API judges the values (its 422 names `section.field`)."""
+    try:
+        return client.update_store_settings(index_id, {section: value})
+    finally:
+        store_settings.clear()
+        settings_history.clear()
+
+
+@_cached
+def settings_history(client: CoreClient, index_id: str, limit: int, tz: str) -> pl.DataFrame:
+    """The store's `store.settings_changed` events, newest first."""
+    page = client.audit(AuditFilter(actions=(SETTINGS_CHANGED,), object_id=index_id), limit=limit)
+    return events_frame(page.data, tz)

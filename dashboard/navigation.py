@@ -27,6 +27,8 @@ PLATFORM: list[PageSpec] = [
 # (DSH-5), injection previewer (DSH-6), threads (DSH-7), proposals (DSH-9), export (DSH-10). Add a
 # PageSpec per page file in dashboard/app_pages/ to this list (and a section to SECTIONS below).
 MEMORY: list[PageSpec] = [
+    PageSpec("app_pages/records.py", "Records", ":material/database:", "records", "DSH-3"),
+    PageSpec("app_pages/stores.py", "Stores", ":material/tune:", "stores", "DSH-4"),
     PageSpec("app_pages/previewer.py", "Injection previewer", ":material/preview:", "previewer", "DSH-6"),
 ]
 

@@ -16,6 +16,7 @@ import httpx
 import msgspec
 
 from shared.schemas.common import ErrorBody
+from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryPage, MemoryPatch
 from shared.schemas.platform import (
     AuditEventOut,
     AuditPage,
@@ -33,7 +34,7 @@ from shared.schemas.platform import (
     OrgOut,
     OrgPage,
 )
-from shared.schemas.stores import PreviewIn, PreviewOut
+from shared.schemas.stores import PreviewIn, PreviewOut, StoreSettingsOut, StoreSettingsPatch
 
 if TYPE_CHECKING:
     import polars as pl
@@ -94,6 +95,35 @@ class AuditFilter:
                 "actor_id": self.actor_id or None, "action": list(self.actions),
                 "object_type": self.object_type or None, "object_id": self.object_id or None,
                 "subject": self.subject or None, "outcome": self.outcome}
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """The query of `GET /memory`; `metadata` and `labels` are `(name, value)` pairs, all of which must match.
+
+    `subject` is a person's id (administrators may name anyone); `min_confidence` is compared with the
+    effective (decayed) confidence, as the API does.
+    """
+
+    index_id: str | None = None
+    types: tuple[str, ...] = field(default_factory=tuple)
+    subject: str | None = None
+    metadata: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    labels: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    tags: tuple[str, ...] = field(default_factory=tuple)
+    min_confidence: float | None = None
+    after: datetime | None = None
+    before: datetime | None = None
+    include_expired: bool = False
+    include_replaced: bool = False
+    q: str | None = None
+
+    def params(self) -> dict[str, QueryValue]:
+        return {"index_id": self.index_id or None, "type": list(self.types), "subject": self.subject or None,
+                "metadata": [f"{k}:{v}" for k, v in self.metadata], "label": [f"{k}:{v}" for k, v in self.labels],
+                "tag": list(self.tags), "min_confidence": self.min_confidence, "after": _instant(self.after),
+                "before": _instant(self.before), "include_expired": self.include_expired or None,
+                "include_replaced": self.include_replaced or None, "q": self.q or None}
 
 
 def _instant(value: datetime | None) -> str | None:
@@ -290,6 +320,46 @@ class CoreClient:
                            f"({type(exc).__name__}: {exc}).") from exc
         return written
 
+    # ------------------------------------------------------------ memory records
+
+    def memory(self, filters: MemoryFilter | None = None, *, cursor: str | None = None,
+               limit: int | None = None) -> MemoryPage:
+        """One page of records, newest first (each read is audited by the API)."""
+        params = {**(filters or MemoryFilter()).params(), "cursor": cursor, "limit": limit}
+        return self._call("GET", "/memory", MemoryPage, params=params)
+
+    def memory_record(self, record_id: str) -> MemoryOut:
+        return self._call("GET", f"/memory/{record_id}", MemoryOut)
+
+    def update_memory(self, record_id: str, changes: MemoryPatch | Mapping[str, Any]) -> MemoryOut:
+        """PATCH with only the fields set on `changes` (unset ones are left out of the body).
+
+        A mapping is sent as it is, so the API (not this client) judges its values and names a bad one.
+        """
+        return self._call("PATCH", f"/memory/{record_id}", MemoryOut, body=changes)
+
+    def delete_memory(self, record_id: str) -> None:
+        self._send("DELETE", f"/memory/{record_id}")
+
+    def memory_history(self, record_id: str) -> MemoryHistory:
+        return self._call("GET", f"/memory/{record_id}/history", MemoryHistory)
+
+    def verify_memory(self, record_id: str) -> MemoryOut:
+        return self._call("POST", f"/memory/{record_id}/verify", MemoryOut)
+
+    # ------------------------------------------------------------ store settings
+
+    def store_settings(self, index_id: str) -> StoreSettingsOut:
+        return self._call("GET", f"/memory/stores/{index_id}", StoreSettingsOut)
+
+    def update_store_settings(self, index_id: str, changes: StoreSettingsPatch | Mapping[str, Any]
+                              ) -> StoreSettingsOut:
+        """Each section sent replaces that section whole; unsent sections stay as they are.
+
+        A mapping is sent as it is, so the API judges it and its 422 names the field (`injection.rank`).
+        """
+        return self._call("PATCH", f"/memory/stores/{index_id}", StoreSettingsOut, body=changes)
+
 
 class _Paged(Protocol[T_co]):
     @property
@@ -333,3 +403,6 @@ def records_frame(base_url: str, key: str, *, org_id: str | None = None, timeout
 
 __all__ = ["API_URL_ENV", "DEFAULT_API_URL", "ApiError", "AuditFilter", "CoreClient", "chain_summary",
            "records_frame"]
+
+__all__ = ["API_URL_ENV", "DEFAULT_API_URL", "ApiError", "AuditFilter", "CoreClient", "MemoryFilter",
+           "chain_summary"]

@@ -1,4 +1,5 @@
-"""Overview (DSH-2, the part whose API exists): indexes, keys by status, the latest audit events."""
+"""Overview (DSH-2, the part whose API exists): indexes, keys by status, records per store and type (sampled),
+the latest audit events."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dashboard import components, data
 RECENT_DAYS = 30
 RECENT_MAX = 600
 LATEST_SHOWN = 20
+RECORD_SAMPLE = 200  # records read per store (one API page each; the API caps a page at 200)
 
 components.page_header("Overview", "What this organisation holds and what happened in it lately.")
 client = data.client()
@@ -19,6 +21,9 @@ tz = data.org_timezone(client, org)
 indexes = data.indexes(client)
 key_counts = data.keys_by_status(data.keys(client, org))
 chain = data.chain_status(client)
+# The trail is read before the record counts, so the counts' own `memory.read` events show on the next visit.
+days = data.last_days(RECENT_DAYS, tz)
+events = data.recent_events(client, days[0], RECENT_MAX, tz)
 
 cols = st.columns(5)
 cols[0].metric("Indexes", indexes.height)
@@ -35,10 +40,27 @@ else:
     st.dataframe(indexes, hide_index=True, key="overview_indexes",
                  column_config={"created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD")})
 
+st.subheader("Memory records")
+if not indexes.is_empty():
+    names = dict(zip(indexes["id"].to_list(), indexes["name"].to_list(), strict=True))
+    counts, sampled = data.store_counts(client, tuple(names), RECORD_SAMPLE)
+    prefix = "at least " if sampled else ""
+    personal = int(counts.filter(counts["owner"] == "personal")["records"].sum())
+    shared = int(counts.filter(counts["owner"] == data.SHARED)["records"].sum())
+    record_cols = st.columns(3)
+    record_cols[0].metric("Records", f"{prefix}{personal + shared}")
+    record_cols[1].metric("Personal records", personal)
+    record_cols[2].metric("Shared records", shared)
+    how = (f"Counted from the newest {RECORD_SAMPLE} records of each store (one page each), so these are lower "
+           "bounds where a store holds more" if sampled else "Every active, unexpired record counted")
+    st.caption(f"{how}. The API has no count endpoint; each page read is recorded as `memory.read`.")
+    if counts.is_empty():
+        components.empty_state("No memory records yet — write one with `POST /memory`.")
+    else:
+        components.record_counts_table(data.counts_by_store(counts, names), key="overview_records")
+
 st.subheader("Latest audit events")
 st.caption(f"Times in {tz}, the organisation's time zone. Reading the trail is itself recorded as `audit.read`.")
-days = data.last_days(RECENT_DAYS, tz)
-events = data.recent_events(client, days[0], RECENT_MAX, tz)
 if events.is_empty():
     components.empty_state(f"No audit events in the last {RECENT_DAYS} days.")
 else:

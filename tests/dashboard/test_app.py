@@ -12,9 +12,9 @@ from streamlit.testing.v1 import AppTest
 
 from backend.config import Settings
 from dashboard import navigation
-from shared.client import CoreClient
+from shared.client import AuditFilter, CoreClient
 from tests.dashboard.conftest import log_in, no_exception, record_event
-from tests.helpers import Org
+from tests.helpers import Org, bearer
 
 
 def titles(at: AppTest) -> list[str]:
@@ -286,3 +286,304 @@ def test_dsh_11_every_registered_page_opens_without_error(app: AppTest, org: Org
     no_exception(app)
     assert errors(app) == []
     assert titles(app) == [page.title]
+
+
+# ---------------------------------------------------------------- DSH-3 records
+
+
+def _write(org: Org, index_id: str, text: str, person: str | None = None, **fields: Any) -> str:
+    headers = bearer(org.key, person) if person else org.full
+    response = org.client.post("/memory", json={"index_id": index_id, "type": fields.pop("type", "fact"),
+                                                "text": text, **fields}, headers=headers)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+@pytest.fixture
+def memory_org(org: Org) -> dict[str, Any]:
+    """Two stores; shared and personal records of several types, tags and labels."""
+    stores = {}
+    for name in ("handbook", "support"):
+        response = org.client.post("/indexes", json={"name": name}, headers=org.admin)
+        assert response.status_code == 201, response.text
+        stores[name] = response.json()["id"]
+    ids = {
+        "office": _write(org, stores["handbook"], "The office opens at eight", tags=["office"],
+                         confidence=0.5),
+        "tea": _write(org, stores["handbook"], "Anna drinks green tea", person="anna", type="preference",
+                      labels={"team": "support"}),
+        "bike": _write(org, stores["handbook"], "Bert cycles to work", person="bert"),
+        "vpn": _write(org, stores["support"], "The VPN needs a token", tags=["vpn", "office"]),
+    }
+    return {"stores": stores, "ids": ids}
+
+
+def open_records(at: AppTest) -> AppTest:
+    at.switch_page("app_pages/records.py").run()
+    no_exception(at)
+    assert titles(at) == ["Records"]
+    return at
+
+
+def apply_records(at: AppTest) -> AppTest:
+    at.button(key="records_apply").click().run()
+    no_exception(at)
+    assert errors(at) == []
+    return at
+
+
+def shown_ids(at: AppTest) -> list[str]:
+    found = [d.value for d in at.dataframe if "effective" in d.value.columns]
+    return list(found[0]["id"]) if found else []
+
+
+def open_record(at: AppTest, record_id: str) -> AppTest:
+    at.text_input(key="records_open_id").input(record_id).run()
+    no_exception(at)
+    return at
+
+
+def test_dsh_3_banner_and_filters_narrow_the_table(app: AppTest, org: Org, memory_org: dict[str, Any],
+                                                   admin_client: CoreClient) -> None:
+    ids, stores = memory_org["ids"], memory_org["stores"]
+    log_in(app, org.admin_email, org.admin_password)
+    open_records(app)
+    assert any("audit trail" in i.value for i in app.info)
+    assert shown_ids(app) == [ids["vpn"], ids["bike"], ids["tea"], ids["office"]]
+    reads = admin_client.audit(AuditFilter(actions=("memory.read",))).data
+    assert any(e.actor.type == "admin" and e.detail.get("count") == 4 for e in reads)  # the banner is true
+
+    app.selectbox(key="records_store").select(stores["handbook"])
+    apply_records(app)
+    assert shown_ids(app) == [ids["bike"], ids["tea"], ids["office"]]
+
+    app.multiselect(key="records_types").select("preference")
+    apply_records(app)
+    assert shown_ids(app) == [ids["tea"]]
+
+    app.multiselect(key="records_types").unselect("preference")
+    app.selectbox(key="records_owner").select("one person")
+    app.text_input(key="records_person").input("bert")
+    apply_records(app)
+    assert shown_ids(app) == [ids["bike"]]
+
+    app.selectbox(key="records_owner").select("shared only")
+    apply_records(app)
+    assert shown_ids(app) == [ids["office"]]
+    assert any("filtered on this page" in c.value for c in app.caption)
+
+    app.selectbox(key="records_owner").select("everyone")
+    app.selectbox(key="records_store").select(None)
+    app.text_input(key="records_tags").input("office")
+    apply_records(app)
+    assert shown_ids(app) == [ids["vpn"], ids["office"]]
+
+    app.text_input(key="records_tags").input("")
+    app.text_input(key="records_labels").input("team:support")
+    apply_records(app)
+    assert shown_ids(app) == [ids["tea"]]
+
+    app.text_input(key="records_labels").input("")
+    app.text_input(key="records_q").input("vpn")
+    apply_records(app)
+    assert shown_ids(app) == [ids["vpn"]]
+
+    app.text_input(key="records_q").input("")
+    app.slider(key="records_min_conf").set_value(0.8)
+    apply_records(app)
+    assert shown_ids(app) == [ids["vpn"], ids["bike"], ids["tea"]]
+
+    app.text_input(key="records_q").input("submarine")
+    apply_records(app)
+    assert shown_ids(app) == []
+    assert "No records match these filters — pick another store or clear a filter." in [i.value for i in app.info]
+
+    app.text_input(key="records_labels").input("nocolon")
+    app.button(key="records_apply").click().run()
+    no_exception(app)
+    assert errors(app) == ["`nocolon` is not `name:value`. Write filters as `name:value`, separated by commas."
+                           "\n\nCode `invalid_filter`"]
+
+
+def test_dsh_3_cursor_paging_next_and_previous(app: AppTest, org: Org) -> None:
+    store = org.client.post("/indexes", json={"name": "many"}, headers=org.admin).json()["id"]
+    made = [_write(org, store, f"Fact number {n:02d}") for n in range(30)]
+    log_in(app, org.admin_email, org.admin_password)
+    open_records(app)
+    app.selectbox(key="records_page_size").select(25)
+    apply_records(app)
+    first = shown_ids(app)
+    assert first == made[::-1][:25]
+    assert app.button(key="records_previous").disabled
+    app.button(key="records_next").click().run()
+    no_exception(app)
+    assert shown_ids(app) == made[::-1][25:]
+    assert app.button(key="records_next").disabled
+    assert any(c.value.startswith("Page 2 · 5 records") for c in app.caption)
+    app.button(key="records_previous").click().run()
+    assert shown_ids(app) == first
+
+
+def test_dsh_3_detail_edit_verify_and_delete_with_confirmation(app: AppTest, org: Org, admin_client: CoreClient,
+                                                               memory_org: dict[str, Any]) -> None:
+    record_id = memory_org["ids"]["tea"]
+    log_in(app, org.admin_email, org.admin_password)
+    open_records(app)
+    open_record(app, record_id)
+    assert errors(app) == []
+    assert f"Record `{record_id}`" in [s.value for s in app.subheader]
+    shown = metrics(app)
+    assert shown["Stored confidence"] == "1.00" and "Effective confidence" in shown
+    history = [d.value for d in app.dataframe if "action" in d.value.columns and "partner" in d.value.columns]
+    assert list(history[0]["action"]) == ["created"]
+
+    version = f"{record_id}_1"
+    app.text_area(key=f"records_edit_text_{version}").input("Anna drinks mint tea")
+    app.number_input(key=f"records_edit_confidence_{version}").set_value(0.6)
+    app.button(key="records_edit_save").click().run()
+    no_exception(app)
+    assert errors(app) == []
+    assert [s.value for s in app.success] == [f"Saved confidence, text of `{record_id}`: now version 2."]
+    again = admin_client.memory_record(record_id)
+    assert (again.text, again.confidence, again.version) == ("Anna drinks mint tea", 0.6, 2)
+    history = [d.value for d in app.dataframe if "action" in d.value.columns and "partner" in d.value.columns]
+    assert list(history[0]["action"]) == ["created", "updated"]
+
+    app.button(key="records_verify").click().run()
+    no_exception(app)
+    assert admin_client.memory_record(record_id).verified is True
+    assert app.button(key="records_verify").disabled
+
+    app.button(key="records_delete").click().run()
+    no_exception(app)
+    [warning] = [w.value for w in app.warning]
+    assert warning.startswith(f"Delete record `{record_id}`")
+    app.button(key="records_delete_cancel").click().run()
+    assert [w.value for w in app.warning] == []
+    assert admin_client.memory_record(record_id).id == record_id
+
+    app.button(key="records_delete").click().run()
+    app.button(key="records_delete_confirm").click().run()
+    no_exception(app)
+    assert [s.value for s in app.success] == [f"Record `{record_id}` is deleted."]
+    assert record_id not in shown_ids(app)
+    from shared.client import ApiError
+
+    with pytest.raises(ApiError) as caught:
+        admin_client.memory_record(record_id)
+    assert caught.value.status == 404
+
+
+def test_dsh_3_api_errors_are_shown_with_their_code(app: AppTest, org: Org, memory_org: dict[str, Any]) -> None:
+    log_in(app, org.admin_email, org.admin_password)
+    open_records(app)
+    open_record(app, "mem_does_not_exist")
+    [message] = errors(app)
+    assert message.startswith("Could not read record mem_does_not_exist:") and "Code `" in message
+
+
+# ---------------------------------------------------------------- DSH-4 stores
+
+
+@pytest.fixture
+def store_id(org: Org) -> str:
+    response = org.client.post("/indexes", json={"name": "handbook"}, headers=org.admin)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def open_stores(at: AppTest) -> AppTest:
+    at.switch_page("app_pages/stores.py").run()
+    no_exception(at)
+    assert titles(at) == ["Stores"]
+    return at
+
+
+def section_table(at: AppTest, section: str) -> Any:
+    """The values card of one section (a pandas frame: setting, effective, default, differs)."""
+    from dashboard import data
+
+    cards = [d.value for d in at.dataframe if "differs" in d.value.columns]
+    assert len(cards) == len(data.SETTINGS_SECTIONS)
+    return cards[data.SETTINGS_SECTIONS.index(section)].set_index("setting")
+
+
+def test_dsh_4_cards_show_effective_and_default_values(app: AppTest, org: Org, store_id: str) -> None:
+    log_in(app, org.admin_email, org.admin_password)
+    open_stores(app)
+    assert errors(app) == []
+    commitments = section_table(app, "commitments")
+    assert (commitments.loc["inject_limit", "effective"], commitments.loc["inject_limit", "default"]) == ("5", "5")
+    assert not commitments["differs"].any()
+    injection = section_table(app, "injection")
+    assert not injection["differs"].any()  # no budget of its own is the ceiling, not a difference
+    assert injection.loc["budget_tokens", "default"].startswith("none (the ceiling, ")
+    assert "No settings changes yet: this store has run on its defaults since it was made." in [
+        i.value for i in app.info]
+
+
+def test_dsh_4_edit_shows_the_change_then_saves_and_the_api_returns_it(app: AppTest, org: Org, store_id: str,
+                                                                       admin_client: CoreClient) -> None:
+    log_in(app, org.admin_email, org.admin_password)
+    open_stores(app)
+    app.number_input(key="stores_field_commitments_inject_limit").set_value(9)
+    app.button(key="stores_review_commitments").click().run()
+    no_exception(app)
+    [diff] = [d.value for d in app.dataframe if "before" in d.value.columns]
+    assert diff.to_dict("records") == [{"setting": "inject_limit", "before": "5", "after": "9"}]
+    assert admin_client.store_settings(store_id).commitments.inject_limit == 5  # nothing saved yet
+
+    app.button(key="stores_save_commitments").click().run()
+    no_exception(app)
+    assert errors(app) == []
+    assert [s.value for s in app.success] == ["Saved `commitments` of handbook."]
+    assert admin_client.store_settings(store_id).commitments.inject_limit == 9
+    commitments = section_table(app, "commitments")
+    assert (commitments.loc["inject_limit", "effective"], commitments.loc["inject_limit", "default"]) == ("9", "5")
+    assert bool(commitments.loc["inject_limit", "differs"])
+    [history] = [d.value for d in app.dataframe if "seq" in d.value.columns]
+    assert list(history["action"]) == ["store.settings_changed"] and list(history["object_id"]) == [store_id]
+    assert '"inject_limit": 9' in history["detail"][0]
+
+
+def test_dsh_4_api_validation_error_is_shown_beside_its_field(app: AppTest, org: Org, store_id: str,
+                                                              admin_client: CoreClient) -> None:
+    log_in(app, org.admin_email, org.admin_password)
+    open_stores(app)
+    app.number_input(key="stores_field_injection_budget_tokens").set_value(-1)
+    app.button(key="stores_review_injection").click().run()
+    app.button(key="stores_save_injection").click().run()
+    no_exception(app)
+    [message] = errors(app)
+    assert message.startswith("Could not save `injection.budget_tokens`:")
+    assert "field `injection.budget_tokens`" in message and "Code `" in message
+    # Shown inside the injection form, right after the field it names.
+    form = app.get("form")
+    injection_form = [f for f in form if any(getattr(c, "key", None) == "stores_field_injection_budget_tokens"
+                                             for c in f.children.values())]
+    [children] = [list(f.children.values()) for f in injection_form]
+    position = [getattr(c, "key", None) for c in children].index("stores_field_injection_budget_tokens")
+    assert children[position + 1].type == "error" and "budget_tokens" in children[position + 1].value
+    assert admin_client.store_settings(store_id).customised == []  # nothing was saved
+
+    app.number_input(key="stores_field_commitments_inject_limit").set_value(1000)
+    app.button(key="stores_review_commitments").click().run()
+    app.button(key="stores_save_commitments").click().run()
+    no_exception(app)
+    assert any("field `commitments.inject_limit`" in e for e in errors(app))
+
+
+def test_dsh_2_overview_counts_records_per_store_type_and_owner(app: AppTest, org: Org,
+                                                                memory_org: dict[str, Any]) -> None:
+    log_in(app, org.admin_email, org.admin_password)
+    no_exception(app)
+    assert errors(app) == []
+    shown = metrics(app)
+    assert (shown["Records"], shown["Personal records"], shown["Shared records"]) == ("4", "2", "2")
+    [counts] = [d.value for d in app.dataframe if "personal" in d.value.columns]
+    assert counts.to_dict("records") == [
+        {"store": "handbook", "type": "fact", "records": 2, "personal": 1, "shared": 1},
+        {"store": "handbook", "type": "preference", "records": 1, "personal": 1, "shared": 0},
+        {"store": "support", "type": "fact", "records": 1, "personal": 0, "shared": 1},
+    ]
+    assert any(c.value.startswith("Every active, unexpired record counted.") for c in app.caption)

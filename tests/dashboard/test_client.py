@@ -6,10 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.client import ApiError, AuditFilter, CoreClient
+from shared.client import ApiError, AuditFilter, CoreClient, MemoryFilter
+from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryPage, MemoryPatch
 from shared.schemas.platform import AuditPage, ChainStatus, KeyCreate, LoginOut
+from shared.schemas.stores import CommitmentsSettings, StoreSettingsOut, StoreSettingsPatch
 from tests.dashboard.conftest import _free_port_closed
-from tests.helpers import Org
+from tests.helpers import Org, bearer
 
 
 def test_plt_14a_login_returns_token_and_admin(live_api: str, org: Org) -> None:
@@ -99,3 +101,74 @@ def test_unreachable_api_is_an_api_error() -> None:
     with CoreClient(f"http://127.0.0.1:{_free_port_closed()}", timeout=2) as client, pytest.raises(ApiError) as caught:
         client.health()
     assert (caught.value.status, caught.value.code) == (0, "api_unreachable")
+
+
+# ---------------------------------------------------------------- memory records and store settings (DSH-3, DSH-4)
+
+
+def _store(org: Org, name: str = "notes") -> str:
+    response = org.client.post("/indexes", json={"name": name}, headers=org.admin)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def _write(org: Org, index_id: str, text: str, person: str | None = None, **fields: object) -> str:
+    headers = bearer(org.key, person) if person else org.full
+    response = org.client.post("/memory", json={"index_id": index_id, "type": "fact", "text": text, **fields},
+                               headers=headers)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def test_mem_memory_filters_and_cursor(admin_client: CoreClient, org: Org) -> None:
+    store = _store(org)
+    other = _store(org, "other")
+    shared = _write(org, store, "The office opens at eight", tags=["office"])
+    anna = _write(org, store, "Anna drinks tea", person="anna", labels={"team": "support"})
+    _write(org, other, "Elsewhere")
+    page = admin_client.memory(MemoryFilter(index_id=store))
+    assert isinstance(page, MemoryPage) and [r.id for r in page.data] == [anna, shared]
+    assert [r.id for r in admin_client.memory(MemoryFilter(index_id=store, subject="anna")).data] == [anna]
+    assert [r.id for r in admin_client.memory(MemoryFilter(index_id=store, tags=("office",))).data] == [shared]
+    assert [r.id for r in admin_client.memory(MemoryFilter(labels=(("team", "support"),))).data] == [anna]
+    assert [r.id for r in admin_client.memory(MemoryFilter(index_id=store, q="tea")).data] == [anna]
+    first = admin_client.memory(MemoryFilter(index_id=store), limit=1)
+    assert [r.id for r in first.data] == [anna] and first.next_cursor
+    rest = admin_client.memory(MemoryFilter(index_id=store), cursor=first.next_cursor, limit=1)
+    assert [r.id for r in rest.data] == [shared]
+
+
+def test_mem_memory_record_edit_history_verify_delete(admin_client: CoreClient, org: Org) -> None:
+    store = _store(org)
+    record_id = _write(org, store, "Bert likes coffee", person="bert")
+    changed = admin_client.update_memory(record_id, MemoryPatch(text="Bert likes strong coffee", confidence=0.5))
+    assert isinstance(changed, MemoryOut) and (changed.text, changed.confidence, changed.version) == (
+        "Bert likes strong coffee", 0.5, 2)
+    assert admin_client.memory_record(record_id).text == "Bert likes strong coffee"
+    history = admin_client.memory_history(record_id)
+    assert isinstance(history, MemoryHistory)
+    assert [v.action for v in history.versions][:2] == ["created", "updated"]
+    assert admin_client.verify_memory(record_id).verified is True
+    with pytest.raises(ApiError) as caught:
+        admin_client.update_memory(record_id, {"confidence": 2})
+    assert (caught.value.status, caught.value.param) == (422, "confidence")
+    admin_client.delete_memory(record_id)
+    with pytest.raises(ApiError) as caught:
+        admin_client.memory_record(record_id)
+    assert caught.value.status == 404
+
+
+def test_inj_3_store_settings_read_patch_and_field_error(admin_client: CoreClient, org: Org) -> None:
+    store = _store(org)
+    settings = admin_client.store_settings(store)
+    assert isinstance(settings, StoreSettingsOut) and settings.index_id == store
+    assert settings.commitments == settings.defaults.commitments
+    changed = admin_client.update_store_settings(store, StoreSettingsPatch(commitments=CommitmentsSettings(
+        inject_limit=7)))
+    assert changed.commitments.inject_limit == 7 and "commitments" in changed.customised
+    assert admin_client.store_settings(store).commitments.inject_limit == 7
+    with pytest.raises(ApiError) as caught:
+        admin_client.update_store_settings(store, {"injection": {"budget_tokens": -1}})
+    assert (caught.value.status, caught.value.param) == (422, "injection.budget_tokens")
+    events = admin_client.audit(AuditFilter(actions=("store.settings_changed",), object_id=store)).data
+    assert [e.object_id for e in events] == [store]

@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from dashboard import navigation
-from tests.helpers import Org
+from tests.helpers import Org, bearer
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -96,9 +96,21 @@ def test_dsh_11_browser_logs_in_and_opens_every_page(dashboard_url: str, org: Or
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing; install Debian's chromium (apt-get install -y chromium) "
                     "or point CORE_CHROMIUM at a Chromium binary")
-    # Something on every page: an index, a second key, and so a few audit events.
-    assert org.client.post("/indexes", json={"name": "handbook"}, headers=org.full).status_code == 201
+    # Something on every page: an index with records and changed settings, a second key, and so audit events.
+    index = org.client.post("/indexes", json={"name": "handbook"}, headers=org.full)
+    assert index.status_code == 201
+    index_id = index.json()["id"]
     org.make_key(["knowledge"], name="reader")
+    for text, person, kind in (("The office opens at eight", None, "fact"), ("Anna drinks green tea", "anna",
+                                                                             "preference"),
+                               ("Bert cycles to work", "bert", "fact")):
+        written = org.client.post("/memory", json={"index_id": index_id, "type": kind, "text": text},
+                                  headers=bearer(org.key, person) if person else org.full)
+        assert written.status_code == 201, written.text
+    opened = written.json()["id"]
+    changed = org.client.patch(f"/memory/stores/{index_id}", json={"commitments": {"inject_limit": 3}},
+                               headers=org.admin)
+    assert changed.status_code == 200, changed.text
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -131,5 +143,17 @@ def test_dsh_11_browser_logs_in_and_opens_every_page(dashboard_url: str, org: Or
                 assert_clean(page, spec.title)
                 shot(page, f"{number:02d}-{spec.url_path}")
             assert len(pages) >= 2
+
+            # A record's detail view (DSH-3): history, provenance, the edit form.
+            page.locator('[data-testid="stSidebarNav"] a', has_text="Records").click()
+            page.get_by_role("heading", name="Records", exact=True).wait_for(timeout=WAIT_MS)
+            settle(page)
+            field = page.get_by_role("textbox", name="Open a record by id")
+            field.fill(opened)
+            field.press("Enter")
+            page.get_by_role("tab", name="History").wait_for(timeout=WAIT_MS)
+            settle(page)
+            assert_clean(page, "record detail")
+            shot(page, f"{len(pages) + 2:02d}-records-detail")
         finally:
             browser.close()

@@ -1,0 +1,206 @@
+"""Records (DSH-3): browse memory records with filters and the API's cursor; read, edit, verify or delete one."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from dashboard import components, data
+from shared.client import ApiError
+
+OWNERS = ("everyone", "one person", "shared only")
+
+components.page_header("Records", "What the memory holds: every store's records, one page at a time.")
+st.info("Every read on this page — the list, a record, its history — is recorded in the organisation's audit "
+        "trail under your name (`memory.read`).", icon=":material/visibility:")
+client = data.client()
+org = data.org_id()
+assert org is not None  # streamlit_app shows pages only once an organisation is chosen
+tz = data.org_timezone(client, org)
+stores = data.indexes(client)
+store_names = dict(zip(stores["id"].to_list(), stores["name"].to_list(), strict=True))
+
+notice = st.session_state.pop("records_notice", None)
+if notice:
+    st.success(notice, icon=":material/check_circle:")
+
+with st.form("records_filters", border=True):
+    top = st.columns([2, 2, 1, 2])
+    store = top[0].selectbox("Store", [None, *store_names], key="records_store",
+                             format_func=lambda i: "every store" if i is None else f"{store_names[i]} · {i}")
+    types = top[1].multiselect("Types", data.KNOWN_TYPES, key="records_types", accept_new_options=True,
+                               placeholder="any type (type another name to add it)")
+    owner = top[2].selectbox("Owner", OWNERS, key="records_owner")
+    person = top[3].text_input("Person id", key="records_person", placeholder="with owner = one person",
+                               help="The id your application uses for her.")
+    middle = st.columns(4)
+    q = middle[0].text_input("Text search", key="records_q", placeholder="words in the text")
+    tags = middle[1].text_input("Tags", key="records_tags", placeholder="docker, billing (all must match)")
+    labels = middle[2].text_input("Labels", key="records_labels", placeholder="team:support, lang:nl")
+    metadata = middle[3].text_input("Metadata", key="records_metadata", placeholder="source:crm")
+    bottom = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
+    min_confidence = bottom[0].slider("Minimum effective confidence", 0.0, 1.0, 0.0, 0.05, key="records_min_conf",
+                                      help="Compared with the decayed value the API computes; 0 does not filter.")
+    include_expired = bottom[1].checkbox("Include expired", key="records_expired")
+    include_replaced = bottom[2].checkbox("Include replaced", key="records_replaced")
+    page_size = bottom[3].selectbox("Records per page", [25, 50, 100, 200], index=1, key="records_page_size")
+    st.form_submit_button("Apply filters", key="records_apply", type="primary", icon=":material/filter_alt:")
+
+try:
+    filters = data.memory_filter(
+        index_id=store, types=list(types), person=person if owner == "one person" else "", tags=tags, labels=labels,
+        metadata=metadata, q=q, min_confidence=float(min_confidence), include_expired=include_expired,
+        include_replaced=include_replaced)
+except ValueError as err:
+    st.error(f"{err} Write filters as `name:value`, separated by commas.\n\nCode `invalid_filter`",
+             icon=":material/error:")
+    st.stop()
+if owner == "one person" and not person.strip():
+    st.warning("Owner is *one person* but no person id is given; showing everyone's records.",
+               icon=":material/person_search:")
+
+# A new filter starts again at the first page; the stack holds the cursor of every page shown so far.
+signature = (filters, page_size)
+if st.session_state.get("records_signature") != signature:
+    st.session_state["records_signature"] = signature
+    st.session_state["records_cursors"] = [None]
+cursors: list[str | None] = st.session_state["records_cursors"]
+try:
+    records, next_cursor = data.memory_page(client, filters, cursors[-1], int(page_size))
+except ApiError as err:
+    components.api_error(err, "list the records")
+    st.stop()
+frame = data.records_frame(records, tz, store_names)
+if owner == "shared only":
+    # The API has no "shared only" filter: this page's records are narrowed here, the paging stays the API's.
+    frame = frame.filter(frame["owner"] == data.SHARED)
+
+nav = st.columns([1, 1, 5], vertical_alignment="center")
+if nav[0].button("Previous", key="records_previous", icon=":material/arrow_back:", disabled=len(cursors) == 1):
+    cursors.pop()
+    st.rerun()
+if nav[1].button("Next", key="records_next", icon=":material/arrow_forward:", disabled=next_cursor is None):
+    cursors.append(next_cursor)
+    st.rerun()
+shared_note = (f" · shared only: {frame.height} of the page's {len(records)} records (filtered on this page)"
+               if owner == "shared only" else "")
+nav[2].caption(f"Page {len(cursors)} · {len(records)} records, newest first · times in {tz}{shared_note}")
+
+if frame.is_empty():
+    components.empty_state("No records match these filters — pick another store or clear a filter.")
+    st.stop()
+
+selected = components.records_table(frame, key="records_table")
+if st.session_state.pop("records_forget_open", False):
+    st.session_state["records_open_id"] = ""
+typed = st.text_input("Open a record by id", key="records_open_id", placeholder="mem_…",
+                      help="Or select a row above; an id from the audit log works too.").strip()
+if not typed and selected is None:
+    st.caption("Select a row (or type an id) to see the record, its history, and to edit, verify or delete it.")
+    st.stop()
+
+record_id = typed if typed or selected is None else str(selected["id"])
+try:
+    record = data.memory_record(client, record_id)
+    history = data.memory_history(client, record_id)
+except ApiError as err:
+    components.api_error(err, f"read record {record_id}")
+    st.stop()
+
+st.divider()
+st.subheader(f"Record `{record.id}`")
+components.record_summary(record, store_names.get(record.index_id, record.index_id), tz)
+
+view, timeline, edit = st.tabs(["Every field", "History", "Edit, verify, delete"])
+with view:
+    st.json(data.record_document(record), expanded=True)
+    st.markdown("**Provenance**")
+    threads = data.thread_ids(record.provenance)
+    if record.provenance:
+        if threads:
+            st.markdown("Threads: " + ", ".join(f"`{t}`" for t in threads))
+        st.json(record.provenance, expanded=False)
+    else:
+        st.caption("No provenance: the record was written outside a turn (API, import or administrator).")
+    if record.contested_with:
+        st.markdown(f"**Contested** with `{record.contested_with}`")
+        try:
+            partner = data.memory_record(client, record.contested_with)
+            st.markdown(f"> {partner.text}")
+            st.caption(f"effective confidence {partner.effective_confidence:.2f} · stored {partner.confidence:.2f} · "
+                       f"owner {partner.subject or data.SHARED}")
+        except ApiError as err:
+            components.api_error(err, "read the contested partner")
+with timeline:
+    components.history_timeline(data.history_frame(history, tz), key="records_history")
+    for label, other in (("Replaces", history.replaces), ("Replaced by", history.replaced_by)):
+        if other is not None:
+            st.markdown(f"**{label}** `{other.id}`: {other.text}")
+
+with edit:
+    version = f"{record.id}_{record.version}"  # a new version starts the form from the API's values
+    with st.form("records_edit"):
+        new_text = st.text_area("Text", record.text, key=f"records_edit_text_{version}")
+        row = st.columns(3)
+        new_confidence = row[0].number_input("Stored confidence", 0.0, 1.0, float(record.confidence), 0.05,
+                                             key=f"records_edit_confidence_{version}")
+        new_priority = row[1].selectbox("Priority", ["low", "normal", "high", "critical"],
+                                        index=["low", "normal", "high", "critical"].index(record.priority),
+                                        key=f"records_edit_priority_{version}")
+        new_tags = row[2].text_input("Tags", ", ".join(record.tags), key=f"records_edit_tags_{version}")
+        meta = st.columns(2)
+        new_metadata = meta[0].text_area("Metadata (JSON)", json.dumps(record.metadata, indent=1, sort_keys=True),
+                                         key=f"records_edit_metadata_{version}")
+        new_labels = meta[1].text_area("Labels (JSON)", json.dumps(record.labels, indent=1, sort_keys=True),
+                                       key=f"records_edit_labels_{version}")
+        save = st.form_submit_button("Save changes", key="records_edit_save", type="primary", icon=":material/save:")
+    if save:
+        try:
+            changes = data.record_changes(record, text=new_text, confidence=float(new_confidence),
+                                          priority=str(new_priority), tags=new_tags, metadata=new_metadata,
+                                          labels=new_labels)
+        except ValueError as err:
+            st.error(f"{err}\n\nCode `invalid_json`", icon=":material/error:")
+        else:
+            if not changes:
+                st.info("Nothing changed.", icon=":material/info:")
+            else:
+                try:
+                    saved = data.edit_record(client, record.id, changes)
+                except ApiError as err:
+                    components.api_error(err, "save the record")
+                else:
+                    st.session_state["records_notice"] = (
+                        f"Saved {', '.join(sorted(changes))} of `{saved.id}`: now version {saved.version}.")
+                    st.rerun()
+
+    actions = st.columns([1, 1, 4])
+    if actions[0].button("Verify", key="records_verify", icon=":material/verified:", disabled=record.verified,
+                         help="Mark the record checked by an administrator"):
+        try:
+            data.verify_record(client, record.id)
+        except ApiError as err:
+            components.api_error(err, "verify the record")
+        else:
+            st.session_state["records_notice"] = f"Record `{record.id}` is verified."
+            st.rerun()
+    if actions[1].button("Delete…", key="records_delete", icon=":material/delete:"):
+        st.session_state["records_confirm_delete"] = record.id
+    if st.session_state.get("records_confirm_delete") == record.id:
+        st.warning(f"Delete record `{record.id}` (“{record.text[:80]}”)? This cannot be undone.",
+                   icon=":material/warning:")
+        yes, no, _ = st.columns([1, 1, 4])
+        if yes.button("Yes, delete", key="records_delete_confirm", type="primary"):
+            st.session_state.pop("records_confirm_delete", None)
+            try:
+                data.delete_record(client, record.id)
+            except ApiError as err:
+                components.api_error(err, "delete the record")
+            else:
+                st.session_state["records_notice"] = f"Record `{record.id}` is deleted."
+                st.session_state["records_forget_open"] = True
+                st.rerun()
+        if no.button("Cancel", key="records_delete_cancel"):
+            st.session_state.pop("records_confirm_delete", None)
+            st.rerun()

@@ -1,0 +1,149 @@
+"""Stores (DSH-4): a store's settings per section, effective against default; edit a section after seeing the change."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import streamlit as st
+
+from dashboard import components, data
+from shared.client import ApiError
+from shared.schemas.stores import StoreSettingsOut
+
+HISTORY_LIMIT = 50
+
+components.page_header("Stores", "How each store injects, keeps commitments, learns lessons, promotes and maintains "
+                                 "its records.")
+client = data.client()
+org = data.org_id()
+assert org is not None  # streamlit_app shows pages only once an organisation is chosen
+tz = data.org_timezone(client, org)
+stores = data.indexes(client)
+if stores.is_empty():
+    components.empty_state("No stores yet — create an index with `POST /indexes`; each index is a memory store.")
+    st.stop()
+names = dict(zip(stores["id"].to_list(), stores["name"].to_list(), strict=True))
+
+index_id = st.selectbox("Store", list(names), key="stores_store", format_func=lambda i: f"{names[i]} · {i}")
+assert index_id is not None
+try:
+    settings = data.store_settings(client, index_id)
+except ApiError as err:
+    components.api_error(err, "read the store's settings")
+    st.stop()
+
+# A new store, or settings saved since the editors were filled: start the editors from the API's values.
+loaded = (index_id, settings.updated_at)
+if st.session_state.get("stores_loaded") != loaded:
+    for key in [k for k in st.session_state if str(k).startswith(("stores_field_", "stores_pending_"))]:
+        del st.session_state[key]
+    st.session_state["stores_loaded"] = loaded
+
+notice = st.session_state.pop("stores_notice", None)
+if notice:
+    st.success(notice, icon=":material/check_circle:")
+changed = f"last change {settings.updated_at:%Y-%m-%d %H:%M} UTC" if settings.updated_at else "never changed"
+st.caption(f"Customised sections: {', '.join(settings.customised) or 'none — every section has its defaults'} · "
+           f"budget ceiling of this installation: {settings.max_budget_tokens} tokens · {changed}. "
+           "Values that differ from the default are highlighted.")
+
+
+def field_widget(section: str, name: str, current: Any) -> Any:
+    """The editor of one setting, chosen by its value's kind; JSON text for maps."""
+    key = f"stores_field_{section}_{name}"
+    label = name.replace("_", " ").capitalize()
+    choices = data.SETTING_CHOICES.get(f"{section}.{name}")
+    if choices:
+        return st.selectbox(label, choices, index=choices.index(current), key=key)
+    if isinstance(current, bool):
+        return st.checkbox(label, value=current, key=key)
+    if isinstance(current, int) or current is None:
+        return st.number_input(label, value=current, step=1, key=key, placeholder="none (no limit)")
+    return st.text_area(label, json.dumps(current, indent=1, sort_keys=True), key=key, height=100,
+                        help="JSON object")
+
+
+def field_error(section: str, name: str) -> None:
+    """The API's (or the editor's) refusal of this very field, shown right under it."""
+    err: ApiError | None = st.session_state.get(f"stores_error_{section}")
+    if err is not None and err.param == f"{section}.{name}":
+        components.api_error(err, f"save `{section}.{name}`")
+
+
+def editor(section: str, settings: StoreSettingsOut) -> None:
+    before, _ = data.section_values(settings, section)
+    pending_key = f"stores_pending_{section}"
+    with st.form(f"stores_form_{section}", border=False):
+        entered = {}
+        for name, current in before.items():
+            entered[name] = field_widget(section, name, current)
+            field_error(section, name)
+        review = st.form_submit_button("Review change", key=f"stores_review_{section}", icon=":material/difference:")
+    err: ApiError | None = st.session_state.get(f"stores_error_{section}")
+    if err is not None and not (err.param or "").startswith(f"{section}."):
+        components.api_error(err, f"save `{section}`")
+    if review:
+        st.session_state.pop(f"stores_error_{section}", None)
+        try:
+            after = data.section_input(before, entered, section)
+        except data.FieldError as bad:
+            st.session_state[f"stores_error_{section}"] = ApiError(0, "invalid_json", bad.message, bad.param)
+            st.session_state.pop(pending_key, None)
+            st.rerun()
+        if after == before:
+            st.session_state.pop(pending_key, None)
+            st.info("Nothing changed.", icon=":material/info:")
+        else:
+            st.session_state[pending_key] = after
+    pending: dict[str, Any] | None = st.session_state.get(pending_key)
+    if pending is None:
+        return
+    st.markdown("**The change** — before → after; saving replaces the whole section:")
+    st.dataframe(data.section_diff(before, pending), hide_index=True, key=f"stores_diff_{section}")
+    save, discard, _ = st.columns([1, 1, 2])
+    if save.button("Save", key=f"stores_save_{section}", type="primary", icon=":material/save:"):
+        try:
+            data.save_section(client, settings.index_id, section, pending)
+        except ApiError as failed:
+            st.session_state[f"stores_error_{section}"] = failed
+            st.rerun()
+        st.session_state.pop(f"stores_error_{section}", None)
+        st.session_state.pop(pending_key, None)
+        st.session_state["stores_notice"] = f"Saved `{section}` of {names[settings.index_id]}."
+        st.rerun()
+    if discard.button("Discard", key=f"stores_discard_{section}"):
+        st.session_state.pop(pending_key, None)
+        st.session_state.pop(f"stores_error_{section}", None)
+        st.rerun()
+
+
+for section in data.SETTINGS_SECTIONS:
+    with st.container(border=True, key=f"stores_card_{section}"):
+        head, badge = st.columns([4, 1], vertical_alignment="center")
+        head.subheader(section.capitalize(), anchor=False)
+        if section in settings.customised:
+            badge.badge("customised", icon=":material/tune:", color="orange")
+        else:
+            badge.badge("defaults", icon=":material/check:", color="gray")
+        values, edit = st.columns([3, 2])
+        with values:
+            components.settings_table(data.section_frame(settings, section), key=f"stores_values_{section}")
+        with edit, st.expander(f"Edit {section}", expanded=f"stores_pending_{section}" in st.session_state
+                               or f"stores_error_{section}" in st.session_state):
+            editor(section, settings)
+
+st.subheader("Settings history")
+st.caption(f"Every `{data.SETTINGS_CHANGED}` event of this store, newest first (times in {tz}); reading the trail "
+           "is itself recorded as `audit.read`.")
+try:
+    history = data.settings_history(client, index_id, HISTORY_LIMIT, tz)
+except ApiError as err:
+    components.api_error(err, "read the settings history")
+    st.stop()
+if history.is_empty():
+    components.empty_state("No settings changes yet: this store has run on its defaults since it was made.")
+else:
+    selected = components.events_table(history, key="stores_history", selectable=True)
+    if selected is not None:
+        components.event_detail(selected)
