@@ -87,6 +87,21 @@ shared_note = (f" · shared only: {frame.height} of the page's {len(records)} re
                if owner == "shared only" else "")
 nav[2].caption(f"Page {len(cursors)} · {len(records)} records, newest first · times in {tz}{shared_note}")
 
+with st.expander("Export these records", icon=":material/download:"):
+    st.caption("Every record of this filter (not only this page), as a file for analysts; the export is audited.")
+    fmt = st.radio("Format", list(data.EXPORT_MEDIA), horizontal=True, key="records_export_format")
+    if st.button("Prepare the file", key="records_export_prepare", icon=":material/description:"):
+        try:
+            st.session_state["records_export"] = (fmt, data.export_file(client, filters, fmt,
+                                                                        owner == "shared only"))
+        except ApiError as err:
+            components.api_error(err, "export the records")
+    prepared = st.session_state.get("records_export")
+    if prepared:
+        st.download_button(f"Download records.{prepared[0]} ({len(prepared[1]):,} bytes)", prepared[1],
+                           file_name=f"records.{prepared[0]}", mime=data.EXPORT_MEDIA[prepared[0]],
+                           key="records_export_download", icon=":material/download:")
+
 if frame.is_empty():
     components.empty_state("No records match these filters — pick another store or clear a filter.")
     st.stop()
