@@ -305,3 +305,44 @@ def test_exp_1_tiny_blocks_cut_only_between_rows(mem, seeded, client, database_u
                           records=Filters(index_id=mem.index_id), block_bytes=16)
         assert rows == len(seeded)
         assert read(out.read_bytes(), fmt).equals(reference)
+
+
+
+def test_exp_1_stream_stopped_early_ends_its_copy(mem, seeded, database_url):
+    """A reader that goes away closes the COPY's connection, also while a read is in flight (cancelled)."""
+    import threading
+    import time
+
+    from sqlalchemy import func, select
+    from sqlalchemy.dialects.postgresql import psycopg as dialect
+    from sqlalchemy.engine import make_url
+
+    from backend.domains.exports.repository import CsvBlocks
+
+    conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    # Rows of 20 kB, one every half second: the server flushes each, so the COPY starts and a read waits.
+    slow = select(func.repeat("x", 20_000), func.pg_sleep(0.5)).select_from(func.generate_series(1, 60))
+    blocks = CsvBlocks(conninfo, dialect.dialect(), slow, 2**20)
+    blocks.open()
+    failed: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            blocks.read()
+        except BaseException as exc:
+            failed.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    blocks.abort()
+    reader.join(10)
+    assert not reader.is_alive() and time.monotonic() - started < 5
+    assert failed and blocks._conn.closed
+    assert blocks.read() is None
+
+    idle = CsvBlocks(conninfo, dialect.dialect(), select(func.pg_sleep(0)), 16)
+    idle.open()
+    idle.abort()
+    assert idle._conn.closed and idle.read() is None

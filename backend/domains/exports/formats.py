@@ -4,7 +4,8 @@ The database hands over blocks of CSV rows (`COPY … TO STDOUT`) whose instants
 (an integer parses exactly and fast), lists JSON arrays and booleans `t`/`f`; `frame` parses a block with
 polars and casts it to the documented dtypes.
 A writer takes one DataFrame at a time and returns the bytes it produced, so the CLI appends them to a file
-and the HTTP route streams them: neither holds more than two blocks (one read, one encoded).
+and the HTTP route streams them: neither holds more than three blocks (one being read, one being encoded,
+the bytes of the one before).
 """
 
 from __future__ import annotations

@@ -2,11 +2,13 @@
 
 The pipeline is the same for the CLI and the HTTP route: `COPY (SELECT …) TO STDOUT` hands over blocks of
 about `BLOCK_BYTES` of whole CSV rows, polars parses each into a typed DataFrame, and a `formats.Writer` turns
-that into bytes (a Parquet row group, CSV or NDJSON lines). Memory holds one block, whatever the row count.
+that into bytes (a Parquet row group, CSV or NDJSON lines). The COPY is read on a blocking psycopg connection
+of its own in a worker thread (`repo.CsvBlocks`), since psycopg's async COPY takes one await per row. Memory
+holds at most three blocks, whatever the row count.
 
 The audit event (`memory.export`, `thread_items.export`) is written and committed before the first byte
-leaves, with the number of rows that matched then; the rows themselves are read right after from one
-read-only REPEATABLE READ snapshot (docs/decisions.md).
+leaves, with the number of rows that matched then; the rows themselves are read right after, on that
+connection of their own, from one read-only REPEATABLE READ snapshot (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 import polars as pl
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.access.policy import Requester
@@ -148,32 +151,51 @@ def _convert(writer: formats.Writer, block: bytes, schema: dict[str, pl.DataType
     return writer.write(df), df.height
 
 
+def _conninfo(sessions: async_sessionmaker[AsyncSession]) -> tuple[str, Dialect]:
+    """The libpq URL and dialect of the sessions' engine (the rows are read on a connection of their own)."""
+    engine = sessions.kw["bind"]
+    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False), engine.dialect
+
+
+def _forget(future: asyncio.Future[Any]) -> None:
+    """A read left behind when the export stops early: its outcome (often the cancelled COPY) is not wanted."""
+    future.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+
 async def encoded(sessions: async_sessionmaker[AsyncSession], export: Export, fmt: formats.Format,
                   block_bytes: int = BLOCK_BYTES, progress: Callable[[int], None] | None = None,
                   ) -> AsyncIterator[bytes]:
     """The file's bytes, block by block, read in a transaction of its own (the request's has committed).
 
-    Block N is parsed and encoded in a worker thread (polars and pyarrow release the GIL) while block N+1 is
-    read from PostgreSQL, so the database and the encoder work at the same time; at most two blocks are held.
+    Three things run at once: a worker thread reads block N+1 from PostgreSQL (`repo.CsvBlocks`, a blocking
+    connection), another parses and encodes block N (polars and pyarrow release the GIL), and the event loop
+    hands over the bytes of block N-1. At most three blocks are held, whatever the row count.
     """
     writer = formats.Writer(fmt, export.schema)
+    conninfo, dialect = _conninfo(sessions)
+    blocks = repo.CsvBlocks(conninfo, dialect, export.rows(), block_bytes)
+    reading: asyncio.Future[bytes | None] | None = None
     running: asyncio.Future[tuple[bytes, int]] | None = None
-    async with sessions() as db, db.begin():
-        await repo.snapshot(db)
-        async for block in repo.copy_csv(db, export.rows(), block_bytes):
+    try:
+        await asyncio.to_thread(blocks.open)
+        reading = asyncio.ensure_future(asyncio.to_thread(blocks.read))
+        while reading is not None:
+            block = await reading
+            reading = asyncio.ensure_future(asyncio.to_thread(blocks.read)) if block is not None else None
             if running is not None:
                 chunk, rows = await running
+                running = None
                 if chunk:
                     yield chunk
                 if progress is not None:
                     progress(rows)
-            running = asyncio.ensure_future(asyncio.to_thread(_convert, writer, block, export.schema))
-    if running is not None:
-        chunk, rows = await running
-        if chunk:
-            yield chunk
-        if progress is not None:
-            progress(rows)
+            if block is not None:
+                running = asyncio.ensure_future(asyncio.to_thread(_convert, writer, block, export.schema))
+    finally:
+        blocks.abort()  # no-op once every row has been read
+        for left in (reading, running):
+            if left is not None and not left.done():
+                _forget(left)
     last = writer.close()
     if last:
         yield last
