@@ -2,13 +2,14 @@
 
 A seeded generator writes 1,000,000 messages in 20,000 threads (Zipf-distributed Dutch and English
 vocabulary, spread over a year) into a scratch embedded PostgreSQL with COPY, then measures, interleaved
-in one run, for each query class: the raw tsquery SQL, the search service (scope, slice of history,
-snippets and highlights, as a request runs it), and the HTTP route over loopback.
+in one run, for each query class: the raw tsquery SQL, one hand-written statement returning the service's
+page ("raw same page"), the search service (scope, slice of history, snippets and highlights, as a request
+runs it), and the HTTP route over loopback.
 
-    make bench-search            # builds the data set once (kept in .coremem/bench-pg), then measures
-    python -m bench.search --rebuild --repeat 60
+    make bench-search            # builds the data set once (kept in .coremem/bench-pg), then measures twice
+    python -m bench.search --rebuild --repeat 60 --runs 3
 
-The table is printed and written to bench/results/search.md. Not part of `make test`.
+The tables are printed and written to bench/results/search.md. Not part of `make test`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,37 @@ DAYS = 365
 PAGE = 20
 DATABASE = "coremem_bench"
 RESULTS = Path(__file__).parent / "results" / "search.md"
+# ts_headline's options and markers, as the service uses them (backend/domains/threads/search.py).
+START, STOP = "\ue000", "\ue001"
+HEADLINE_OPTIONS = (f"StartSel={START}, StopSel={STOP}, MaxWords=30, MinWords=20, ShortWord=0, HighlightAll=false, "
+                    "MaxFragments=0")
+# "Raw same page": the service's first page for `q` by hand, in one statement. The slice is the 7 days (in the
+# organisation's time zone) ending at the newest message's day; `older` says whether history goes further back;
+# hits are messages of live threads (the bench key sees every live thread), 21 rows (the page and one more, to
+# know there is a next page); snippets mark the wanted words only (excluded words never match).
+SAME_PAGE_SQL = """
+WITH bounds AS MATERIALIZED (
+  SELECT s.lower, s.tz,
+         (SELECT max(created_at) FROM thread_items
+           WHERE org_id = :org AND text IS NOT NULL AND created_at < s.lower) IS NOT NULL AS older
+  FROM (SELECT o.timezone AS tz,
+               timezone(o.timezone, date_trunc('day', timezone(o.timezone,
+                   (SELECT max(created_at) FROM thread_items WHERE org_id = :org AND text IS NOT NULL)))
+                 - interval '6 days') AS lower
+        FROM orgs o WHERE o.id = :org) s)
+SELECT b.lower, b.tz, b.older, h.id, h.thread_id, h.type, h.role, h.subject, h.created_at,
+       ts_headline('simple', h.text,
+                   CASE WHEN querytree(websearch_to_tsquery('simple', :q)) = 'T'
+                        THEN websearch_to_tsquery('simple', :q)
+                        ELSE querytree(websearch_to_tsquery('simple', :q))::tsquery END, :hl) AS headline
+FROM bounds b LEFT JOIN LATERAL (
+  SELECT i.id, i.thread_id, i.type, i.role, i.subject, i.created_at, i.text
+  FROM thread_items i JOIN threads t ON t.org_id = i.org_id AND t.id = i.thread_id
+  WHERE i.org_id = :org AND i.text IS NOT NULL AND t.deleted_at IS NULL
+    AND i.created_at >= b.lower AND i.tsv @@ websearch_to_tsquery('simple', :q)
+  ORDER BY i.created_at DESC, i.id DESC LIMIT :n) h ON true
+ORDER BY h.created_at DESC, h.id DESC
+"""
 
 _DUTCH = ("de het een en van ik je dat is niet op te zijn met voor er maar wat als bij nog ook uit aan om kan "
          "wel dan door hebben over naar jij we ze hij zij mijn geen worden deze zo al was moet heb mag gaan "
@@ -262,34 +294,53 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     }
     raw_sql = text("SELECT id, thread_id, created_at FROM thread_items WHERE org_id = :org AND text IS NOT NULL "
                    "AND tsv @@ websearch_to_tsquery('simple', :q) ORDER BY created_at DESC LIMIT :n")
+    same_sql = text(SAME_PAGE_SQL)
+    same_params = {"org": org_id, "n": PAGE + 1, "hl": HEADLINE_OPTIONS}
+    # What the request runs (the controller's context; `context` where search_context does not exist yet).
+    search_context = getattr(service, "search_context", service.context)
 
     async def raw(q: str) -> int:
         async with sessions() as db, db.begin():
             return len((await db.execute(raw_sql, {"org": org_id, "q": q, "n": PAGE})).all())
 
-    async def via_service(q: str) -> int:
+    async def same_page_rows(q: str) -> list[Any]:
         async with sessions() as db, db.begin():
-            ctx = await service.context(db, principal, settings)
-            page = await service.search(db, ctx, q=q, thread_id=None, thread_metadata=[], role=None, from_=None,
+            return [r for r in (await db.execute(same_sql, {**same_params, "q": q})).all() if r.id is not None]
+
+    async def same(q: str) -> int:
+        return min(PAGE, len(await same_page_rows(q)))
+
+    async def service_page(q: str) -> dict[str, Any]:
+        async with sessions() as db, db.begin():
+            ctx = await search_context(db, principal, settings)
+            return await service.search(db, ctx, q=q, thread_id=None, thread_metadata=[], role=None, from_=None,
                                         to=None, metadata=[], metadata_by=None, cursor=None, limit=PAGE)
-            return len(page["data"])
+
+    async def via_service(q: str) -> int:
+        return len((await service_page(q))["data"])
 
     async def via_http(q: str) -> int:
         response = await http.get("/thread-items", params={"q": q, "limit": PAGE})
         assert response.status_code == 200, response.text
         return len(response.json()["data"])
 
-    modes: dict[str, Callable[[str], Awaitable[int]]] = {"raw": raw, "service": via_service, "http": via_http}
+    modes: dict[str, Callable[[str], Awaitable[int]]] = {"raw": raw, "same": same, "service": via_service,
+                                                          "http": via_http}
     timings: dict[tuple[str, str], list[float]] = {(c, m): [] for c in classes for m in modes}
     hits: dict[tuple[str, str], int] = {}
     for q in classes.values():  # warm caches and plans
         for fn in modes.values():
             for _ in range(3):
                 await fn(q)
+    for name, q in classes.items():  # the hand-written statement returns the service's page, snippet for snippet
+        page, rows = await service_page(q), await same_page_rows(q)
+        assert [h["item_id"] for h in page["data"]] == [r.id for r in rows][:PAGE], name
+        assert [h["snippet"] for h in page["data"]] == [r.headline.replace(START, "").replace(STOP, "")
+                                                        for r in rows][:PAGE], name
     order = list(modes)
     for rep in range(repeat):
         for name, q in classes.items():
-            rotation = order[rep % 3:] + order[:rep % 3]  # interleaved, in turning order
+            rotation = order[rep % len(order):] + order[:rep % len(order)]  # interleaved, in turning order
             for mode in rotation:
                 t0 = time.perf_counter()
                 hits[(name, mode)] = await modes[mode](q)
@@ -303,7 +354,10 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
             row[f"{mode}_p95"] = percentile(timings[(name, mode)], 95)
             row[f"{mode}_hits"] = hits[(name, mode)]
         row["ratio"] = row["service_p50"] / row["raw_p50"]
-        row["ok"] = row["ratio"] <= 1.2 and row["service_p50"] <= 20 and row["service_p95"] <= 100
+        row["ratio_same"] = row["service_p50"] / row["same_p50"]
+        absolute = row["service_p50"] <= 20 and row["service_p95"] <= 100
+        row["ok"] = row["ratio"] <= 1.2 and absolute  # the goal as the issue states it
+        row["ok_same"] = row["ratio_same"] <= 1.2 and absolute
         rows.append(row)
     await http.aclose()
     server.should_exit = True
@@ -312,7 +366,7 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     return rows
 
 
-def render(rows: list[dict[str, Any]], meta: dict[str, Any], repeat: int) -> str:
+def render(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]], meta: dict[str, Any], repeat: int) -> str:
     lines = [
         "# Search benchmark (THR-7)",
         "",
@@ -320,26 +374,52 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any], repeat: int) -> str
         f"(Dutch and English head, made-up tail), seed {meta['seed']}. Frequent word `{meta['frequent']}` is in "
         f"{meta['frequent_docs']:,} messages; rare word `{meta['rare']}` in {meta['rare_docs']}.",
         f"Machine: {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}, embedded "
-        f"PostgreSQL (pgserver). {repeat} runs per class and mode, interleaved; times in ms; page size {PAGE}.",
+        f"PostgreSQL (pgserver). {len(runs)} runs, one after the other; in each, {repeat} calls per class and mode, "
+        f"interleaved in turning order; times in ms; page size {PAGE}. Other work on the machine shows in the load "
+        "averages given per run.",
         "",
-        "- raw: `SELECT … WHERE org_id = … AND text IS NOT NULL AND tsv @@ websearch_to_tsquery('simple', q) "
-        "ORDER BY created_at DESC LIMIT 20` on the same async session (one transaction per call).",
-        "- service: `threads.service.context` + `threads.service.search` (policy scope in SQL, one slice of "
-        "history, ts_headline snippets, UTF-16 highlights), one transaction per call, as a request runs it.",
-        "- http: `GET /thread-items?q=…` over loopback to uvicorn in the same process.",
-        "- hits: rows on the first page (the service reads one 7-day slice, so a rare word can come back short).",
+        "- raw: `SELECT id, thread_id, created_at … WHERE org_id = … AND text IS NOT NULL AND tsv @@ "
+        "websearch_to_tsquery('simple', q) ORDER BY created_at DESC LIMIT 20` on the same async session (one "
+        "transaction per call). All history, no scope, no snippets.",
+        "- raw same page: one hand-written statement (`SAME_PAGE_SQL` in bench/search.py) that returns exactly "
+        "the service's page: the organisation's time zone, the 7-day slice and the probe for older messages, the "
+        "join to live threads (the bench key's policy lets it see every live thread, so its rule adds nothing "
+        "to that join), 21 rows and ts_headline snippets; same session and transaction handling as raw. The "
+        "benchmark checks before measuring that its ids and snippets equal the service's.",
+        "- service: `threads.service.search_context` + `threads.service.search`, as the controller runs a "
+        "request: policy scope in SQL, one statement, UTF-16 highlights in Python. The organisation's row is "
+        "the one this process read before, and the statement checks that its policy is still current.",
+        "- http: `GET /thread-items?q=…` over loopback to uvicorn in the same process (adds the key lookup, "
+        "routing and JSON).",
+        "- hits: rows on the first page (the service reads one 7-day slice, so a rare word can come back short "
+        "where raw, reading all history, fills its page).",
         "",
-        "| class | query | raw p50 | raw p95 | service p50 | service p95 | service/raw p50 | http p50 | http p95 "
-        "| hits raw/service | goal met |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        "Goal per class (the issue's words): service p50 ≤ 1.2× raw and ≤ 20 ms, service p95 ≤ 100 ms. "
+        "**`goal met` judges exactly that, against the raw tsquery.** That baseline does less work than the "
+        "service for frequent words (no slice bounds, no join for the scope, no snippets) and different work "
+        "for rare ones (all history: a full page where the service's slice has none, and the slow `or`). "
+        "`service/same` and `≤ 1.2× same` show the service against the same work done by one hand-written "
+        "statement: what the platform's Python, driver and plumbing add. They are shown beside the goal, "
+        "not in place of it. Ratios are shown rounded; the yes/no columns compare the unrounded ones.",
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['class']} | `{r['query']}` | {r['raw_p50']:.2f} | {r['raw_p95']:.2f} | {r['service_p50']:.2f} | "
-            f"{r['service_p95']:.2f} | {r['ratio']:.2f}× | {r['http_p50']:.2f} | {r['http_p95']:.2f} | "
-            f"{r['raw_hits']}/{r['service_hits']} | {'yes' if r['ok'] else 'no'} |")
-    lines += ["", "Goal per class: service p50 ≤ 1.2× raw and ≤ 20 ms, service p95 ≤ 100 ms.",
-              f"Run at {datetime.now(UTC).isoformat(timespec='seconds')}.", ""]
+    for number, (rows, info) in enumerate(runs, 1):
+        lines += [
+            "",
+            f"## Run {number} of {len(runs)} ({info['at']}, load average {info['load_before']} before, "
+            f"{info['load_after']} after)",
+            "",
+            "| class | query | raw p50 | raw p95 | same p50 | same p95 | service p50 | service p95 | service/raw "
+            "| service/same | http p50 | http p95 | hits raw/same/service | goal met (vs raw) | ≤ 1.2× same |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {r['class']} | `{r['query']}` | {r['raw_p50']:.2f} | {r['raw_p95']:.2f} | {r['same_p50']:.2f} | "
+                f"{r['same_p95']:.2f} | {r['service_p50']:.2f} | {r['service_p95']:.2f} | {r['ratio']:.2f}× | "
+                f"{r['ratio_same']:.2f}× | {r['http_p50']:.2f} | {r['http_p95']:.2f} | "
+                f"{r['raw_hits']}/{r['same_hits']}/{r['service_hits']} | {'yes' if r['ok'] else 'no'} | "
+                f"{'yes' if r['ok_same'] else 'no'} |")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -347,7 +427,8 @@ def main() -> None:
     global MESSAGES, THREADS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rebuild", action="store_true", help="regenerate the data set")
-    parser.add_argument("--repeat", type=int, default=40, help="runs per class and mode")
+    parser.add_argument("--repeat", type=int, default=40, help="calls per class and mode in one run")
+    parser.add_argument("--runs", type=int, default=2, help="measuring runs, one after the other")
     parser.add_argument("--messages", type=int, default=1_000_000, help="size of the data set")
     parser.add_argument("--threads", type=int, default=20_000)
     parser.add_argument("--pgdata", default=".coremem/bench-pg", help="where the scratch server keeps its data")
@@ -362,8 +443,13 @@ def main() -> None:
     url, server = start_database(Path(args.pgdata))
     try:
         meta = build(url, args.rebuild)
-        rows = asyncio.run(measure(url, meta, args.repeat))
-        table = render(rows, meta, args.repeat)
+        runs = []
+        for _ in range(args.runs):
+            load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+            rows = asyncio.run(measure(url, meta, args.repeat))
+            runs.append((rows, {"at": datetime.now(UTC).isoformat(timespec="seconds"), "load_before": load_before,
+                                "load_after": ", ".join(f"{x:.2f}" for x in os.getloadavg())}))
+        table = render(runs, meta, args.repeat)
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(table)
         print(table)

@@ -205,7 +205,7 @@ class ThreadItemSearchController(Controller):
         metadata_by: Annotated[str | None, Parameter(description="Whose notes (a person's id)")] = None,
         cursor: str | None = None, limit: int | None = None,
     ) -> SearchPage:
-        ctx = await _ctx(db, principal, state)
+        ctx = await service.search_context(db, principal, settings_of(state))
         page = await service.search(
             db, ctx, q=q, thread_id=thread_id, thread_metadata=parse_pairs(thread_metadata, "thread_metadata"),
             role=role, from_=from_, to=to, metadata=parse_pairs(metadata, "metadata"), metadata_by=metadata_by,

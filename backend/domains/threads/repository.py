@@ -35,7 +35,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
-from backend.db.models import table_of
+from backend.db.models import Org, table_of
 from backend.db.models_threads import Thread, ThreadItem, ThreadItemNote, ThreadState, ThreadSummary
 
 T = table_of(Thread)
@@ -43,6 +43,7 @@ I = table_of(ThreadItem)  # noqa: E741
 N = table_of(ThreadItemNote)
 S = table_of(ThreadState)
 SUM = table_of(ThreadSummary)
+ORGS = table_of(Org)
 
 T_META = T.c["metadata"]
 N_META = N.c["metadata"]
@@ -300,11 +301,15 @@ async def search_items(db: AsyncSession, scope: Scope, *, query: str | None, hea
                        upper: datetime | None, upper_id: str | None, fixed_lower: datetime | None,
                        from_: datetime | None, window_days: int, thread_id: str | None,
                        thread_metadata: Sequence[tuple[str, str]], role: str | None, note_author: str | None,
-                       note_pairs: Sequence[tuple[str, str]], limit: int) -> tuple[dict[str, Any],
-                                                                                     list[dict[str, Any]]]:
+                       note_pairs: Sequence[tuple[str, str]], limit: int,
+                       built_from_policy: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None,
+                                                                                 list[dict[str, Any]]]:
     """One page of hits in one fixed slice of history, in one statement (see `search_statement`).
 
     Returns the slice (`lower`, the organisation's `tz`, whether `older` messages exist) and the hits.
+    `built_from_policy`: the organisation policy `scope` was built from when it was not read in this
+    transaction; the statement then finds hits only if that is still the organisation's policy, and the
+    slice is None when it is not (the caller reads the policy and searches again).
     """
     variants = [[{name: value}] + [{name: spelled} for spelled in _spelled(value)] for name, value in note_pairs]
     shape = SearchShape(
@@ -313,20 +318,23 @@ async def search_items(db: AsyncSession, scope: Scope, *, query: str | None, hea
         query=query is not None, upper=upper is not None, upper_id=upper_id is not None,
         fixed_lower=fixed_lower is not None, from_=from_ is not None, window_days=window_days,
         thread_id=thread_id is not None, thread_metadata=len(thread_metadata), role=role is not None,
-        note_author=note_author is not None, note_variants=tuple(len(v) for v in variants))
+        note_author=note_author is not None, note_variants=tuple(len(v) for v in variants),
+        check_policy=built_from_policy is not None)
     params: dict[str, Any] = {
         "org_id": scope.org_id, "q": query, "hl": headline_options, "upper": upper, "upper_id": upper_id,
         "fixed_lower": fixed_lower, "from_": from_, "thread_id": thread_id, "role": role,
-        "note_author": note_author, "limit": limit,
+        "note_author": note_author, "limit": limit, "policy": built_from_policy,
         **{f"tm{i}": {name: value} for i, (name, value) in enumerate(thread_metadata)},
         **{f"np{i}_{j}": v for i, options in enumerate(variants) for j, v in enumerate(options)},
     }
     statement, names = search_statement(shape, scope)
     bound = {k: v for k, v in params.items() if k in names}
-    rows = [dict(r._mapping) for r in (await db.execute(statement, bound)).all()]
+    rows = (await db.execute(statement, bound)).mappings().all()
+    if not rows or not rows[0]["current"]:  # no such organisation, or its policy is no longer `built_from_policy`
+        return None, []
     first = rows[0]  # the outer join always yields the slice row
     window = {"lower": first["lower"], "tz": first["tz"], "older": bool(first["older"])}
-    return window, [r for r in rows if r["id"] is not None]
+    return window, [dict(r) for r in rows if r["id"] is not None]
 
 
 @dataclass(frozen=True)
@@ -345,6 +353,7 @@ class SearchShape:
     role: bool
     note_author: bool
     note_variants: tuple[int, ...]
+    check_policy: bool = False
 
 
 _statements: OrderedDict[SearchShape, tuple[Any, frozenset[str]]] = OrderedDict()
@@ -375,7 +384,11 @@ def _bindparams(statement: Any) -> list[Any]:
 def _build_search(shape: SearchShape, scope: Scope) -> Any:
     """The slice runs from the start of the day `window_days - 1` days before the newest message older than
     the cursor (in the organisation's time zone) up to the cursor, so an empty stretch of history costs one
-    page, not one page per week. Its probes use the (org_id, created_at) index, never a scan."""
+    page, not one page per week. Its probes use the (org_id, created_at) index, never a scan.
+
+    One statement, one round trip: a materialised `bounds` row reads the organisation's row once (its time
+    zone, and with `check_policy` whether its policy is still the one the scope was built from), computes the
+    slice with the two index probes, and feeds the lateral page of hits; ts_headline runs on the page only."""
     org_id = bindparam("org_id", type_=Text)
     upper = bindparam("upper", type_=DateTime(timezone=True))
     from_ = bindparam("from_", type_=DateTime(timezone=True))
@@ -389,20 +402,22 @@ def _build_search(shape: SearchShape, scope: Scope) -> Any:
             conds.append(I.c.thread_id == thread_id)
         return conds
 
-    tz = select(literal_column("timezone")).select_from(text("orgs")).where(
-        literal_column("orgs.id") == org_id).scalar_subquery()
+    tz = ORGS.c.timezone
     if shape.fixed_lower:
         lower_expr: Any = bindparam("fixed_lower", type_=DateTime(timezone=True))
     else:
         newest = select(func.max(I.c.created_at)).where(
             *history(*([I.c.created_at < upper] if shape.upper else []))).scalar_subquery()
-        day = func.date_trunc("day", func.timezone(tz, newest))
+        day = func.date_trunc(literal_column("'day'"), func.timezone(tz, newest))
         lower_expr = func.timezone(tz, day - literal_column(f"interval '{int(shape.window_days) - 1} days'"))
         if shape.from_:
             lower_expr = func.greatest(lower_expr, from_)
-    slice_lower = select(lower_expr.label("lower"), tz.label("tz")).cte("slice_lower").prefix_with("MATERIALIZED")
-    older = select(func.max(I.c.created_at)).where(*history(I.c.created_at < slice_lower.c.lower)).scalar_subquery()
-    bounds = (select(slice_lower.c.lower, slice_lower.c.tz, older.isnot(None).label("older"))
+    current: Any = (ORGS.c.policy == bindparam("policy", type_=JSONB)) if shape.check_policy else true()
+    # OFFSET 0 keeps `org` a subquery of its own, so `lower` is computed once rather than again inside `older`.
+    org = (select(lower_expr.label("lower"), tz.label("tz"), current.label("current"))
+           .where(ORGS.c.id == org_id).offset(literal_column("0")).subquery("org"))
+    older = select(func.max(I.c.created_at)).where(*history(I.c.created_at < org.c.lower)).scalar_subquery()
+    bounds = (select(org.c.lower, org.c.tz, org.c.current, older.isnot(None).label("older"))
               .cte("bounds").prefix_with("MATERIALIZED"))
 
     tsq = tsquery(bindparam("q", type_=Text)) if shape.query else None
@@ -410,6 +425,8 @@ def _build_search(shape: SearchShape, scope: Scope) -> Any:
     source: Any = I.join(T, and_(T.c.org_id == I.c.org_id, T.c.id == I.c.thread_id))
     conds = [I.c.org_id == org_id, I.c.text.isnot(None), T.c.deleted_at.is_(None),
              scope.visible("thread", "see", T.c.subject, T.c.labels), I.c.created_at >= bounds.c.lower]
+    if shape.check_policy:
+        conds.insert(0, bounds.c.current)
     if tsq is not None:
         conds.append(I.c.tsv.op("@@")(tsq))
     if shape.upper:
@@ -432,11 +449,13 @@ def _build_search(shape: SearchShape, scope: Scope) -> Any:
     hits = (select(*columns).select_from(source).where(*conds)
             .order_by(I.c.created_at.desc(), I.c.id.desc()).limit(bindparam("limit", type_=Integer))
             .lateral("hits"))
-    outer: list[Any] = [bounds.c.lower, bounds.c.tz, bounds.c.older, *hits.c]
+    outer: list[Any] = [bounds.c.lower, bounds.c.tz, bounds.c.older, bounds.c.current,
+                        *(c for c in hits.c if tsq is None or c.key != "text")]
     if tsq is not None:
         # Excluded words never match a hit, but ts_headline would mark them; mark the wanted words only.
+        # The snippet replaces the text, so the text itself does not travel back.
         tree = func.querytree(tsq)
-        wanted = case((tree == "T", tsq), else_=cast(tree, TSQUERY))
+        wanted = case((tree == literal_column("'T'"), tsq), else_=cast(tree, TSQUERY))
         outer.append(func.ts_headline(REGCONFIG, hits.c.text, wanted, bindparam("hl", type_=Text)).label("headline"))
     return (select(*outer).select_from(bounds.outerjoin(hits, true()))
             .order_by(hits.c.created_at.desc(), hits.c.id.desc()))

@@ -38,21 +38,31 @@ def check_query(q: str) -> str:
     return q
 
 
-def utf16_len(value: str) -> int:
-    return len(value) + sum(1 for ch in value if ord(ch) > 0xFFFF)
+_MARKERS = re.compile(f"([{START}{STOP}])")
+
+
+def _units(piece: str) -> int:
+    """Length in UTF-16 code units: one per character, two for one beyond the Basic Multilingual Plane."""
+    if piece.isascii():
+        return len(piece)
+    return len(piece.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def highlighted(headline: str) -> tuple[str, list[dict[str, int]]]:
-    """Strip the markers and return the snippet with each match's [start, end) in UTF-16 code units."""
+    """Strip the markers and return the snippet with each match's [start, end) in UTF-16 code units.
+
+    Works on the runs of text between markers (split and measured in C), not character by character."""
+    if START not in headline:
+        return headline.replace(STOP, ""), []
     out: list[str] = []
     spans: list[dict[str, int]] = []
     units = 0
     start: int | None = None
     gap_is_space = False
-    for ch in headline:
-        if ch == START:
+    for piece in _MARKERS.split(headline):
+        if piece == START:
             start = units
-        elif ch == STOP:
+        elif piece == STOP:
             if start is not None and units > start:
                 if spans and gap_is_space:
                     spans[-1]["end"] = units  # the words of a phrase, one space apart, read as one highlight
@@ -60,11 +70,11 @@ def highlighted(headline: str) -> tuple[str, list[dict[str, int]]]:
                     spans.append({"start": start, "end": units})
                 gap_is_space = True
             start = None
-        else:
-            if start is None and not ch.isspace():
+        elif piece:
+            if start is None and not piece.isspace():
                 gap_is_space = False
-            out.append(ch)
-            units += 2 if ord(ch) > 0xFFFF else 1
+            out.append(piece)
+            units += _units(piece)
     return "".join(out), spans
 
 
@@ -82,11 +92,10 @@ def local_date(instant: datetime, tz: str) -> date:
 
 
 def hit_document(row: dict[str, Any], with_note: bool) -> dict[str, Any]:
-    text = (row["text"] or "").replace(START, "").replace(STOP, "")
     if row.get("headline") is not None:
         snippet, spans = highlighted(row["headline"])
-    else:
-        snippet, spans = plain_snippet(text), []
+    else:  # a search by note alone: no words to mark, and the statement returns the text instead
+        snippet, spans = plain_snippet((row.get("text") or "").replace(START, "").replace(STOP, "")), []
     doc: dict[str, Any] = {"thread_id": row["thread_id"], "item_id": row["id"], "type": row["type"],
                            "role": row["role"], "subject": row["subject"], "created_at": row["created_at"],
                            "snippet": snippet, "highlights": spans}

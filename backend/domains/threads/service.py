@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -44,6 +45,9 @@ class Ctx:
     scope: Scope
     org: dict[str, Any]
     settings: Settings
+    # False when `org` is this process's copy from an earlier request rather than read in this transaction:
+    # only search takes such a context, and its statement checks the policy in SQL (see `search_context`).
+    org_read: bool = True
 
     @property
     def subject_id(self) -> str | None:
@@ -60,13 +64,43 @@ async def context(db: AsyncSession, principal: Principal, settings: Settings) ->
         raise ThreadsCapabilityMissing()
     org = await orgs_repo.get(db, principal.org_id)
     assert org is not None
+    _remember_org(org)
+    return Ctx(principal, _scope(principal, org, settings), org, settings)
+
+
+def _scope(principal: Principal, org: dict[str, Any], settings: Settings) -> Scope:
     scope = build_scope(principal, org["policy"])
     if not settings.threads_group_reach_by_rule:
         # THR-9: without the setting, a rule that opens threads to the people a label names opens nothing.
         rules = tuple(r for r in scope.rules if not (
             r.kind == "thread" and r.effect == "permit" and any(a.atom == GROUP_ATOM for a in r.when)))
         scope = dataclasses.replace(scope, rules=rules)
-    return Ctx(principal, scope, org, settings)
+    return scope
+
+
+# The organisation rows this process has read, for search_context; bounded, and never trusted without a check.
+_orgs_seen: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_ORGS_SEEN_SIZE = 1024
+
+
+def _remember_org(org: dict[str, Any]) -> None:
+    _orgs_seen[org["id"]] = org
+    _orgs_seen.move_to_end(org["id"])
+    if len(_orgs_seen) > _ORGS_SEEN_SIZE:
+        _orgs_seen.popitem(last=False)
+
+
+async def search_context(db: AsyncSession, principal: Principal, settings: Settings) -> Ctx:
+    """`context` for GET /thread-items without a round trip for the organisation's row when this process has
+    read it before. The scope is then built from that remembered policy, and the search statement checks in
+    SQL, in its own snapshot, that it is still the organisation's policy: if not, `search` reads the row and
+    searches again, so a changed policy applies from the next request on, exactly as with `context`."""
+    if "threads" not in principal.capabilities:
+        raise ThreadsCapabilityMissing()
+    org = _orgs_seen.get(principal.org_id)
+    if org is None:
+        return await context(db, principal, settings)
+    return Ctx(principal, _scope(principal, org, settings), org, settings, org_read=False)
 
 
 # ---------------------------------------------------------------- documents
@@ -415,10 +449,18 @@ async def search(db: AsyncSession, ctx: Ctx, *, q: str | None, thread_id: str | 
         except (TypeError, KeyError, ValueError, AttributeError):
             raise BadRequest("This cursor is not one the API handed out.", param="cursor",
                              code="invalid_cursor") from None
-    window, rows = await repo.search_items(
-        db, ctx.scope, query=q, headline_options=search_mod.HEADLINE_OPTIONS, upper=upper, upper_id=upper_id,
-        fixed_lower=fixed_lower, from_=from_, window_days=search_mod.WINDOW_DAYS, thread_id=thread_id,
-        thread_metadata=thread_metadata, role=role, note_author=note_author, note_pairs=metadata, limit=limit + 1)
+    async def page(ctx: Ctx) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        return await repo.search_items(
+            db, ctx.scope, query=q, headline_options=search_mod.HEADLINE_OPTIONS, upper=upper, upper_id=upper_id,
+            fixed_lower=fixed_lower, from_=from_, window_days=search_mod.WINDOW_DAYS, thread_id=thread_id,
+            thread_metadata=thread_metadata, role=role, note_author=note_author, note_pairs=metadata,
+            limit=limit + 1, built_from_policy=None if ctx.org_read else ctx.org["policy"])
+
+    window, rows = await page(ctx)
+    if window is None:  # the remembered policy has changed: read the organisation's row and search again
+        ctx = await context(db, ctx.principal, ctx.settings)
+        window, rows = await page(ctx)
+        assert window is not None
     tz = window["tz"] or "UTC"
     next_cursor: dict[str, Any] | None = None
     searched_to: date | None
