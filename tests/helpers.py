@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from backend.config import Settings
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.errors import THREADS_MISSING_MESSAGE
 
+T = TypeVar("T")
 ALL_CAPS = ["knowledge", "memory", "threads", "tooling", "compaction", "management", "trust_envelope"]
 
 
@@ -67,20 +69,27 @@ def as_subject(subject_id: str, attributes: dict[str, list[str]] | None = None) 
     return {"X-Core-Subject": json.dumps(value)}
 
 
+def in_transaction(database_url: str, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Run service code (`work(session)`) in one committed transaction on a short-lived engine."""
+
+    async def go() -> T:
+        engine = make_engine(database_url, pool_size=1)
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                return await work(session)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(go())
+
+
 def bootstrap_org(client: Any, settings: Settings, database_url: str, name: str, admin_email: str) -> Org:
     """What `coremem bootstrap` does, in-process, against the test database."""
     from backend.domains.orgs import service
 
-    async def go() -> dict[str, Any]:
-        engine = make_engine(database_url, pool_size=1)
-        try:
-            async with make_sessionmaker(engine)() as session, session.begin():
-                return await service.bootstrap(session, org_name=name, admin_email=admin_email,
-                                               secret=settings.secret, key_retention_days=400, ttl_seconds=3600)
-        finally:
-            await engine.dispose()
-
-    result = asyncio.run(go())
+    result = in_transaction(database_url, lambda db: service.bootstrap(
+        db, org_name=name, admin_email=admin_email, secret=settings.secret, key_retention_days=400,
+        ttl_seconds=3600))
     return Org(client=client, **result)
 
 

@@ -103,20 +103,13 @@ def test_plt_12_audit_needs_an_administrator(org, client):
 
 
 def test_plt_12_a_person_is_named_only_by_a_keyed_hash(org, client, db, settings, database_url):
-    import asyncio
-
-    from backend.db.engine import make_engine, make_sessionmaker
     from backend.domains.audit import service
     from backend.domains.audit.service import Actor
+    from tests.helpers import in_transaction
 
-    async def write() -> None:
-        engine = make_engine(database_url, pool_size=1)
-        async with make_sessionmaker(engine)() as session, session.begin():
-            await service.record(session, org_id=org.org_id, actor=Actor("key", org.key_id), action="memory.denied",
-                                 secret=settings.secret, subject_id="anna-canary", outcome="denied")
-        await engine.dispose()
-
-    asyncio.run(write())
+    in_transaction(database_url, lambda db: service.record(
+        db, org_id=org.org_id, actor=Actor("key", org.key_id), action="memory.denied", secret=settings.secret,
+        subject_id="anna-canary", outcome="denied"))
     dump = db.execute("SELECT string_agg(t::text, ' ') FROM audit_events t").fetchone()[0]
     assert "anna-canary" not in dump
     found = client.get("/audit?subject=anna-canary", headers=org.admin).json()["data"]

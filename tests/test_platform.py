@@ -127,19 +127,10 @@ def test_plt_3_coremem_bootstrap_prints_the_json_and_is_idempotent(database_url,
 
 
 def test_plt_2_an_operator_names_the_organisation(org, other_org, client, database_url):
-    import asyncio
-
-    from backend.db.engine import make_engine, make_sessionmaker
     from backend.domains.orgs.service import create_operator
+    from tests.helpers import in_transaction
 
-    async def make() -> str:
-        engine = make_engine(database_url, pool_size=1)
-        async with make_sessionmaker(engine)() as session, session.begin():
-            _, password = await create_operator(session, "ops@example.test")
-        await engine.dispose()
-        return password
-
-    password = asyncio.run(make())
+    _, password = in_transaction(database_url, lambda db: create_operator(db, "ops@example.test"))
     token = client.post("/admin/login", json={"email": "ops@example.test", "password": password}).json()["token"]
     headers = bearer(token)
     names = {o["name"] for o in client.get("/tenants", headers=headers).json()["data"]}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,24 +10,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from backend.config import Settings
-from backend.db.engine import make_engine, make_sessionmaker
 from shared.client import CoreClient
-from tests.helpers import Org
+from tests.helpers import Org, in_transaction
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "streamlit_app.py"
 TIMEOUT = 30
 
 
-def _in_session(database_url: str, work: Any) -> Any:
-    async def go() -> Any:
-        engine = make_engine(database_url, pool_size=1)
-        try:
-            async with make_sessionmaker(engine)() as session, session.begin():
-                return await work(session)
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(go())
+_in_session = in_transaction
 
 
 def make_operator(database_url: str, email: str) -> tuple[str, str]:
