@@ -262,6 +262,18 @@ def decide(rules: Sequence[Rule], kind: str, action: str, who: Requester, owner:
     return any(r.effect == "permit" and rule_matches(r, who, owner, labels) for r in relevant)
 
 
+
+def permits_every_row(rules: Sequence[Rule], kind: str, action: str, who: Requester) -> bool:
+    """True when the decision is `permit` for every object of `kind`, whatever its owner and labels: no deny
+    rule applies and some permit rule has no label condition and only atoms that hold for `who` alone
+    (`no_subject` for a request naming nobody). Lets a statement leave out a join that could filter nothing."""
+    relevant = [r for r in rules if r.covers(kind, action)]
+    if any(r.effect == "deny" for r in relevant):
+        return False
+    return any(r.effect == "permit" and not r.match_labels
+               and all(a.atom == "no_subject" and who.subject_id is None for a in r.when) for r in relevant)
+
+
 # ---------------------------------------------------------------- the same decision, in SQL
 
 def _has_label_value(labels_col: Any, name: str, value: str) -> ColumnElement[bool]:
@@ -325,4 +337,4 @@ def visible_clause(rules: Sequence[Rule], kind: str, action: str, who: Requester
 
 
 __all__ = ["Atom", "Policy", "Requester", "Rule", "decide", "default_policy", "parse_policy",
-           "visible_clause", "writer_policy"]
+           "permits_every_row", "visible_clause", "writer_policy"]

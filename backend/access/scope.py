@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, false, true
 
-from backend.access.policy import Policy, Requester, Rule, decide, parse_policy, visible_clause
+from backend.access.policy import Policy, Requester, Rule, decide, parse_policy, permits_every_row, visible_clause
 from backend.access.principal import Principal
 from backend.errors import BadRequest
 
@@ -40,6 +40,10 @@ class Scope:
         if self.unrestricted:
             return true()
         return visible_clause(self.rules, kind, action, self.requester, owner_col, labels_col)
+
+    def sees_every(self, kind: str, action: str) -> bool:
+        """True when `visible(kind, action, ...)` holds for every row, so a statement may leave it out."""
+        return self.unrestricted or permits_every_row(self.rules, kind, action, self.requester)
 
     def may(self, kind: str, action: str, owner: str | None, labels: Mapping[str, Any]) -> bool:
         if self.unrestricted:

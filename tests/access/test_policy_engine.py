@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import column, create_engine, select, table, text
 from sqlalchemy.dialects.postgresql import JSONB
 
-from backend.access.policy import Requester, decide, default_policy, parse_policy, visible_clause
+from backend.access.policy import Requester, decide, default_policy, parse_policy, permits_every_row, visible_clause
 from backend.db.engine import normalise_url
 from backend.errors import ValidationFailed
 
@@ -110,6 +110,25 @@ def test_plt_8_9_policy_table(sql_engine, title, raw_rules, kind, action, who, e
     in_python = {name for name, owner, labels in OBJECTS if decide(rules, kind, action, who, owner, labels)}
     assert in_python == expected
     assert _sql_visible(sql_engine, rules, kind, action, who) == expected
+    # The shortcut that lets a statement leave the clause out is never wrong: when it says every row is
+    # permitted, every object is; it says so for the default policy naming nobody.
+    if permits_every_row(rules, kind, action, who):
+        assert expected == {o[0] for o in OBJECTS}
+    if raw_rules is DEFAULT and who is NOBODY and kind in ("memory_record", "thread"):
+        assert permits_every_row(rules, kind, action, who)
+
+
+def test_permits_every_row_needs_a_rule_without_conditions_and_no_deny():
+    def every(raw_rules: list[dict[str, Any]], who: Requester = NOBODY) -> bool:
+        return permits_every_row(parse_policy({"rules": raw_rules}).rules, "thread", "see", who)
+
+    assert every(DEFAULT)
+    assert every([rule("permit", kind="thread")], ANNA)  # no condition at all: everyone sees every thread
+    assert not every(DEFAULT, ANNA)  # a person sees her own and the shared ones only
+    assert not every([*DEFAULT, rule("deny", kind="thread", match={"labels": {"x": "y"}})])
+    assert not every([rule("permit", kind="thread", match={"labels": {"subject": ""}})])
+    assert not every([rule("permit", kind="thread", actions=["write"])])
+    assert not every([])
 
 
 @pytest.mark.parametrize(("document", "param"), [

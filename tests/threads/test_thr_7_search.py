@@ -172,3 +172,18 @@ def test_thr_7_deleted_threads_are_not_searched(client, org):
     assert len(search(client, key, "verdwijnwoord")["data"]) == 1
     assert client.delete(f"/threads/{thread['id']}", headers=key).status_code == 204
     assert search(client, key, "verdwijnwoord")["data"] == []
+
+
+def test_thr_7_a_deny_rule_still_filters_a_request_naming_nobody(client, org):
+    """A request naming nobody under the default policy sees every live thread, so search leaves out its join to
+    threads; a policy with a deny rule must keep it, and `or` queries (planned differently) must agree."""
+    policy = {"indexes": ["*"], "rules": [
+        {"id": "all", "effect": "permit", "kind": "thread", "when": [{"atom": "no_subject"}]},
+        {"id": "hide", "effect": "deny", "kind": "thread", "match": {"labels": {"vertrouwelijk": "ja"}}}]}
+    guarded = bearer(org.make_key(policy=policy, name="guarded")["secret"])
+    everything = bearer(org.key)
+    open_thread = new_thread(client, everything, items=[msg("user", "kikkerwoord open")])
+    hidden = new_thread(client, everything, labels={"vertrouwelijk": "ja"}, items=[msg("user", "kikkerwoord dicht")])
+    for query in ("kikkerwoord", "open or dicht"):
+        assert {h["thread_id"] for h in search(client, everything, query)["data"]} == {open_thread["id"], hidden["id"]}
+        assert {h["thread_id"] for h in search(client, guarded, query)["data"]} == {open_thread["id"]}
