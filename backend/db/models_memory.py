@@ -37,6 +37,11 @@ def _now() -> Any:
     return mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
 
 
+_OPEN_COMMITMENT = "type = 'commitment' AND status = 'active' AND (commitment ->> 'status') = 'open'"
+# coremem_commitment_due (migration 0006): a commitment's due_at as timestamptz, immutable, so indexable.
+_COMMITMENT_DUE = sql_text("coremem_commitment_due(commitment)")
+
+
 def _hnsw(dims: int) -> Index:
     return Index(
         f"ix_memory_records_embedding_hnsw_{dims}",
@@ -99,9 +104,13 @@ class MemoryRecord(Base):
         # Injection (INJ-13): each section reads an index range, never a whole store's shared records.
         Index("ix_memory_records_org_id_index_id_subject_confidence", "org_id", "index_id", "subject", "confidence",
               postgresql_where=sql_text("status = 'active'")),
-        Index("ix_memory_records_open_commitments", "org_id", "index_id", "subject",
-              postgresql_where=sql_text("type = 'commitment' AND status = 'active' AND "
-                                        "(commitment ->> 'status') = 'open'")),
+        # A store's shared records in rank order (`subject IS NULL` is no equality the planner can order by).
+        Index("ix_memory_records_shared_confidence", "org_id", "index_id", "confidence",
+              postgresql_where=sql_text("status = 'active' AND subject IS NULL")),
+        Index("ix_memory_records_open_commitments", "org_id", "index_id", "subject", _COMMITMENT_DUE,
+              postgresql_where=sql_text(_OPEN_COMMITMENT)),
+        Index("ix_memory_records_shared_open_commitments", "org_id", "index_id", _COMMITMENT_DUE,
+              postgresql_where=sql_text(_OPEN_COMMITMENT + " AND subject IS NULL")),
         Index("ix_memory_records_behaviour", "org_id", "index_id", "subject", "created_at",
               postgresql_where=sql_text("type = 'behaviour' AND status = 'active'")),
         Index("ix_memory_records_search", "search", postgresql_using="gin"),

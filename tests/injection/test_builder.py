@@ -249,3 +249,54 @@ def test_inj_13_confidence_floor_gives_exactly_the_full_ranking(org, client, db,
         got = asyncio.run(fetch(bound))
         assert got["about_this_person"] == naive("subject = 'anna'", bound)
         assert got["organisation"] == naive("subject IS NULL", bound)
+
+
+def test_inj_13_commitments_read_as_two_ranges_give_exactly_the_full_ranking(org, client, db, database_url):
+    """Her open commitments and the shared ones are read as two due-ordered index ranges (migration 0006); the
+    section must equal sorting all of them: soonest due first, no due last, then confidence, then id."""
+    import json
+    import random
+
+    from backend.access.principal import Principal
+    from backend.access.subjects import Subject
+    from backend.domains.audit.service import Actor
+    from backend.domains.injection import repository as repo
+
+    index_id = _index(client, org)
+    rng = random.Random(11)
+    dues = [f"2026-12-0{d}T09:00:00Z" for d in range(1, 6)] + ["2026-12-03T11:00:00+02:00", None]
+    for n in range(300):
+        due = rng.choice(dues)  # few distinct times: many ties, broken by confidence and id
+        commitment = {"status": rng.choice(["open", "open", "open", "done"]), "due_at": due, "promised_to": None}
+        db.execute("""INSERT INTO memory_records (org_id, id, index_id, subject, type, text, norm_hash, confidence,
+                      source, commitment) VALUES (%s, %s, %s, %s, 'commitment', 'x', 'h', %s, 'api', %s::jsonb)""",
+                   (org.org_id, f"mem_{n:05d}", index_id, rng.choice(["anna", "bob", None]),
+                    rng.choice([0.5, 0.7, 0.9]), json.dumps(commitment)))
+    key = {"id": "key_x", "org_id": org.org_id, "policy": default_policy(), "capabilities": ["memory"], "memory": {}}
+
+    async def fetch(person: str | None, bound: int) -> list[str]:
+        principal = Principal("key", org.org_id, Actor("key", "key_x"), frozenset({"memory"}),
+                              Subject(person) if person else None, key=key)
+        engine = make_engine(database_url, pool_size=1)
+        async with make_sessionmaker(engine)() as session:
+            found = await repo.candidates(session, build_scope(principal, None), {},
+                                          repo.Selection(index_id, person, [], {}, None), {"commitments": bound},
+                                          repo.Ranking("confidence", None, None))
+        await engine.dispose()
+        return [r["id"] for r in found["commitments"]]
+
+    def naive(owner_sql: str, bound: int) -> list[str]:
+        rows = db.execute(f"SELECT id FROM memory_records WHERE index_id = %s AND {owner_sql} "
+                          "AND commitment ->> 'status' = 'open' ORDER BY (commitment ->> 'due_at')::timestamptz "
+                          "ASC NULLS LAST, confidence DESC, id ASC LIMIT %s", (index_id, bound)).fetchall()
+        return [r[0] for r in rows]
+
+    for bound in (1, 9, 40, 300):
+        assert asyncio.run(fetch("anna", bound)) == naive("(subject = 'anna' OR subject IS NULL)", bound)
+        assert asyncio.run(fetch(None, bound)) == naive("subject IS NULL", bound)
+    # The indexed due time reads an offset the way PostgreSQL does, and a due_at without one as none.
+    assert db.execute("SELECT coremem_commitment_due('{\"due_at\": \"2026-12-03T11:00:00+02:00\"}'), "
+                      "coremem_commitment_due('{\"due_at\": \"2026-12-03T09:00:00Z\"}'), "
+                      "coremem_commitment_due('{\"due_at\": \"2026-12-03 09:00\"}'), "
+                      "coremem_commitment_due('{}')").fetchone() == (
+        db.execute("SELECT '2026-12-03T09:00:00Z'::timestamptz").fetchone()[0],) * 2 + (None, None)
