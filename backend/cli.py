@@ -123,7 +123,7 @@ def _instant(value: str | None, name: str) -> Any:
     return parsed
 
 
-def run_export(url: str, org_id: str, kind: str, fmt: str, out: str, *, records: Any = None, shared: bool = False,
+def run_export(url: str, org_id: str, kind: str, fmt: str, out: str, *, records: Any = None,
                items: Any = None, progress: bool = False, block_bytes: int | None = None) -> int:
     """Write one export file the way `coremem export` does (the benchmark calls this too); returns the rows."""
     from backend.db.engine import make_engine, make_sessionmaker
@@ -137,7 +137,7 @@ def run_export(url: str, org_id: str, kind: str, fmt: str, out: str, *, records:
         try:
             sessions = make_sessionmaker(engine)
             async with sessions() as db, db.begin():
-                export = await service.for_org(db, org_id, kind, records=records, shared=shared, items=items)
+                export = await service.for_org(db, org_id, kind, records=records, items=items)
                 total = await service.audit_cli(db, export, secret, fmt)
             written = 0
             bar = _progress(total) if progress else None
@@ -219,11 +219,10 @@ def export_records(org_id: str, fmt: str, out: str, since: str | None, until: st
 
     if subject is not None and shared:
         raise click.UsageError("--subject and --shared exclude each other.")
-    f = Filters(index_id=index_id, types=list(types), subject=subject, after=_instant(since, "--since"),
+    f = Filters(index_id=index_id, types=list(types), subject=subject, shared=shared, after=_instant(since, "--since"),
                 before=_instant(until, "--until"), include_expired=include_expired,
                 include_replaced=include_replaced)
-    rows = run_export(_database_url(), org_id, "records", fmt, out, records=f, shared=shared,
-                      progress=sys.stdout.isatty())
+    rows = run_export(_database_url(), org_id, "records", fmt, out, records=f, progress=sys.stdout.isatty())
     click.echo(f"{rows} records written to {out}")
 
 

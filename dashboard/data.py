@@ -309,10 +309,12 @@ def words(text: str) -> tuple[str, ...]:
 
 
 def memory_filter(*, index_id: str | None, types: list[str], person: str, tags: str, labels: str, metadata: str,
-                  q: str, min_confidence: float, include_expired: bool, include_replaced: bool) -> MemoryFilter:
+                  q: str, min_confidence: float, include_expired: bool, include_replaced: bool,
+                  shared: bool = False) -> MemoryFilter:
     """The records page's filter widgets as the query of `GET /memory`; blank fields do not filter."""
     return MemoryFilter(index_id=index_id or None, types=tuple(t.strip() for t in types if t.strip()),
-                        subject=person.strip() or None, tags=words(tags), labels=pairs(labels),
+                        subject=None if shared else person.strip() or None, shared=shared, tags=words(tags),
+                        labels=pairs(labels),
                         metadata=pairs(metadata), q=q.strip() or None,
                         min_confidence=min_confidence if min_confidence > 0 else None,
                         include_expired=include_expired, include_replaced=include_replaced)
@@ -434,19 +436,14 @@ def delete_record(client: CoreClient, record_id: str) -> None:
 
 
 @_cached
-def store_counts(client: CoreClient, index_ids: tuple[str, ...], sample: int) -> tuple[pl.DataFrame, bool]:
-    """Records per store, type and owner kind, from the first `sample` records of each store (one page each).
-
-    The second value says whether any store holds more than was read (then the counts are a sample).
-    """
-    rows: list[dict[str, Any]] = []
-    more = False
-    for index_id in index_ids:
-        page = client.memory(MemoryFilter(index_id=index_id), limit=sample)
-        more = more or page.next_cursor is not None
-        rows += [{"store": index_id, "type": r.type, "owner": "personal" if r.subject else SHARED} for r in page.data]
-    frame = pl.DataFrame(rows, schema={"store": pl.String, "type": pl.String, "owner": pl.String})
-    return frame.group_by("store", "type", "owner").len(name="records").sort("store", "type", "owner"), more
+def store_counts(client: CoreClient) -> tuple[pl.DataFrame, int]:
+    """Active, unexpired records per store, type and owner kind (`GET /memory/stats`, exact over every page),
+    and how many people own at least one of them."""
+    stats = client.memory_stats()
+    rows = [{"store": g.index_id, "type": g.type, "owner": SHARED if g.shared else "personal", "records": g.records}
+            for g in stats.groups]
+    schema = {"store": pl.String, "type": pl.String, "owner": pl.String, "records": pl.UInt32}
+    return pl.DataFrame(rows, schema=schema), stats.people
 
 
 def counts_by_store(counts: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame:
@@ -555,11 +552,9 @@ def settings_history(client: CoreClient, index_id: str, limit: int, tz: str) -> 
 EXPORT_MEDIA = {"parquet": "application/vnd.apache.parquet", "csv": "text/csv", "ndjson": "application/x-ndjson"}
 
 
-def export_file(client: CoreClient, filters: MemoryFilter, fmt: str, shared_only: bool) -> bytes:
+def export_file(client: CoreClient, filters: MemoryFilter, fmt: str) -> bytes:
     """The records of the page's filter as a file, through `GET /memory/export` (audited by the API)."""
     params = {k: v for k, v in filters.params().items() if v not in (None, []) and k not in ("after", "before")}
-    if shared_only:
-        params["shared"] = True
     buffer = io.BytesIO()
     client.export_records(buffer, format=fmt, **params)  # type: ignore[arg-type]
     return buffer.getvalue()

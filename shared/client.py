@@ -16,7 +16,7 @@ import httpx
 import msgspec
 
 from shared.schemas.common import ErrorBody
-from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryPage, MemoryPatch
+from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryPage, MemoryPatch, MemoryStats
 from shared.schemas.platform import (
     AuditEventOut,
     AuditPage,
@@ -108,6 +108,7 @@ class MemoryFilter:
     index_id: str | None = None
     types: tuple[str, ...] = field(default_factory=tuple)
     subject: str | None = None
+    shared: bool = False  # only records of nobody in particular
     metadata: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     labels: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     tags: tuple[str, ...] = field(default_factory=tuple)
@@ -120,7 +121,8 @@ class MemoryFilter:
 
     def params(self) -> dict[str, QueryValue]:
         return {"index_id": self.index_id or None, "type": list(self.types), "subject": self.subject or None,
-                "metadata": [f"{k}:{v}" for k, v in self.metadata], "label": [f"{k}:{v}" for k, v in self.labels],
+                "shared": self.shared or None, "metadata": [f"{k}:{v}" for k, v in self.metadata],
+                "label": [f"{k}:{v}" for k, v in self.labels],
                 "tag": list(self.tags), "min_confidence": self.min_confidence, "after": _instant(self.after),
                 "before": _instant(self.before), "include_expired": self.include_expired or None,
                 "include_replaced": self.include_replaced or None, "q": self.q or None}
@@ -327,6 +329,10 @@ class CoreClient:
         """One page of records, newest first (each read is audited by the API)."""
         params = {**(filters or MemoryFilter()).params(), "cursor": cursor, "limit": limit}
         return self._call("GET", "/memory", MemoryPage, params=params)
+
+    def memory_stats(self, filters: MemoryFilter | None = None) -> MemoryStats:
+        """Counts over every page of `memory(filters)`: per index, type and owner kind, and distinct people."""
+        return self._call("GET", "/memory/stats", MemoryStats, params=(filters or MemoryFilter()).params())
 
     def memory_record(self, record_id: str) -> MemoryOut:
         return self._call("GET", f"/memory/{record_id}", MemoryOut)

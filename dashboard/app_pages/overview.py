@@ -1,4 +1,4 @@
-"""Overview (DSH-2, the part whose API exists): indexes, keys by status, records per store and type (sampled),
+"""Overview (DSH-2, the part whose API exists): indexes, keys by status, records per store and type, people,
 the latest audit events."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from dashboard import components, data
 RECENT_DAYS = 30
 RECENT_MAX = 600
 LATEST_SHOWN = 20
-RECORD_SAMPLE = 200  # records read per store (one API page each; the API caps a page at 200)
 
 components.page_header("Overview", "What this organisation holds and what happened in it lately.")
 client = data.client()
@@ -43,17 +42,16 @@ else:
 st.subheader("Memory records")
 if not indexes.is_empty():
     names = dict(zip(indexes["id"].to_list(), indexes["name"].to_list(), strict=True))
-    counts, sampled = data.store_counts(client, tuple(names), RECORD_SAMPLE)
-    prefix = "at least " if sampled else ""
+    counts, people = data.store_counts(client)
     personal = int(counts.filter(counts["owner"] == "personal")["records"].sum())
     shared = int(counts.filter(counts["owner"] == data.SHARED)["records"].sum())
-    record_cols = st.columns(3)
-    record_cols[0].metric("Records", f"{prefix}{personal + shared}")
+    record_cols = st.columns(4)
+    record_cols[0].metric("Records", personal + shared)
     record_cols[1].metric("Personal records", personal)
     record_cols[2].metric("Shared records", shared)
-    how = (f"Counted from the newest {RECORD_SAMPLE} records of each store (one page each), so these are lower "
-           "bounds where a store holds more" if sampled else "Every active, unexpired record counted")
-    st.caption(f"{how}. The API has no count endpoint; each page read is recorded as `memory.read`.")
+    record_cols[3].metric("People", people, help="People who own at least one active record.")
+    st.caption("Active, unexpired records, counted by the API over every store (`GET /memory/stats`); the count "
+               "is recorded in the audit trail as `memory.read`.")
     if counts.is_empty():
         components.empty_state("No memory records yet — write one with `POST /memory`.")
     else:

@@ -51,7 +51,7 @@ try:
     filters = data.memory_filter(
         index_id=store, types=list(types), person=person if owner == "one person" else "", tags=tags, labels=labels,
         metadata=metadata, q=q, min_confidence=float(min_confidence), include_expired=include_expired,
-        include_replaced=include_replaced)
+        include_replaced=include_replaced, shared=owner == "shared only")
 except ValueError as err:
     st.error(f"{err} Write filters as `name:value`, separated by commas.\n\nCode `invalid_filter`",
              icon=":material/error:")
@@ -72,9 +72,6 @@ except ApiError as err:
     components.api_error(err, "list the records")
     st.stop()
 frame = data.records_frame(records, tz, store_names)
-if owner == "shared only":
-    # The API has no "shared only" filter: this page's records are narrowed here, the paging stays the API's.
-    frame = frame.filter(frame["owner"] == data.SHARED)
 
 nav = st.columns([1, 1, 5], vertical_alignment="center")
 if nav[0].button("Previous", key="records_previous", icon=":material/arrow_back:", disabled=len(cursors) == 1):
@@ -83,17 +80,14 @@ if nav[0].button("Previous", key="records_previous", icon=":material/arrow_back:
 if nav[1].button("Next", key="records_next", icon=":material/arrow_forward:", disabled=next_cursor is None):
     cursors.append(next_cursor)
     st.rerun()
-shared_note = (f" · shared only: {frame.height} of the page's {len(records)} records (filtered on this page)"
-               if owner == "shared only" else "")
-nav[2].caption(f"Page {len(cursors)} · {len(records)} records, newest first · times in {tz}{shared_note}")
+nav[2].caption(f"Page {len(cursors)} · {len(records)} records, newest first · times in {tz}")
 
 with st.expander("Export these records", icon=":material/download:"):
     st.caption("Every record of this filter (not only this page), as a file for analysts; the export is audited.")
     fmt = st.radio("Format", list(data.EXPORT_MEDIA), horizontal=True, key="records_export_format")
     if st.button("Prepare the file", key="records_export_prepare", icon=":material/description:"):
         try:
-            st.session_state["records_export"] = (fmt, data.export_file(client, filters, fmt,
-                                                                        owner == "shared only"))
+            st.session_state["records_export"] = (fmt, data.export_file(client, filters, fmt))
         except ApiError as err:
             components.api_error(err, "export the records")
     prepared = st.session_state.get("records_export")

@@ -97,6 +97,22 @@ class MemoryPage(Model):
     next_cursor: str | None
 
 
+class MemoryCount(Model):
+    index_id: str
+    type: str
+    shared: bool  # records of nobody in particular; False: personal records
+    records: int
+
+
+class MemoryStats(Model):
+    """Counts of what `GET /memory` with the same filters would list, over every page."""
+
+    records: int
+    shared: int
+    people: int  # distinct people with at least one record counted
+    groups: list[MemoryCount]  # per index, type and owner kind; groups with no records are left out
+
+
 class MemoryBatchOut(Model):
     data: list[MemoryOut]
     created: int

@@ -370,7 +370,9 @@ def test_dsh_3_banner_and_filters_narrow_the_table(app: AppTest, org: Org, memor
     app.selectbox(key="records_owner").select("shared only")
     apply_records(app)
     assert shown_ids(app) == [ids["office"]]
-    assert any("filtered on this page" in c.value for c in app.caption)
+    # The API filters (so paging walks shared records only), as its audit event of the read shows.
+    last_read = admin_client.audit(AuditFilter(actions=("memory.read",))).data[0]
+    assert last_read.detail["filters"].get("shared") is True and last_read.detail["count"] == 1
 
     app.selectbox(key="records_owner").select("everyone")
     app.selectbox(key="records_store").select(None)
@@ -579,11 +581,13 @@ def test_dsh_2_overview_counts_records_per_store_type_and_owner(app: AppTest, or
     no_exception(app)
     assert errors(app) == []
     shown = metrics(app)
-    assert (shown["Records"], shown["Personal records"], shown["Shared records"]) == ("4", "2", "2")
+    assert (shown["Records"], shown["Personal records"], shown["Shared records"], shown["People"]) == (
+        "4", "2", "2", "2")
     [counts] = [d.value for d in app.dataframe if "personal" in d.value.columns]
     assert counts.to_dict("records") == [
         {"store": "handbook", "type": "fact", "records": 2, "personal": 1, "shared": 1},
         {"store": "handbook", "type": "preference", "records": 1, "personal": 1, "shared": 0},
         {"store": "support", "type": "fact", "records": 1, "personal": 0, "shared": 1},
     ]
-    assert any(c.value.startswith("Every active, unexpired record counted.") for c in app.caption)
+    assert any(c.value.startswith("Active, unexpired records, counted by the API over every store")
+               for c in app.caption)

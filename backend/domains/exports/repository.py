@@ -41,10 +41,8 @@ def _instant_in(part: Any, name: str) -> ColumnElement[Any]:
     return _micros(cast(part.op("->>")(name), TIMESTAMP(timezone=True)))
 
 
-def _record_select(scope: Scope, half_lives: Mapping[str, float], f: Filters, shared: bool) -> Any:
+def _record_select(scope: Scope, half_lives: Mapping[str, float], f: Filters) -> Any:
     where = [*readable(scope), *filter_clauses(f, half_lives)]
-    if shared:
-        where.append(R.c.subject.is_(None))
     r = select(*record_columns(scope, half_lives)).where(*where).subquery("r")
     c = r.c
     commitment, episode = c.commitment, c.episode
@@ -68,16 +66,13 @@ def _record_select(scope: Scope, half_lives: Mapping[str, float], f: Filters, sh
     return select(*columns).order_by(c.id)
 
 
-def record_rows(scope: Scope, half_lives: Mapping[str, float], f: Filters, shared: bool) -> Any:
+def record_rows(scope: Scope, half_lives: Mapping[str, float], f: Filters) -> Any:
     """The columns of formats.RECORD_SCHEMA for every record the scope reaches and the filters keep, by id."""
-    return _record_select(scope, half_lives, f, shared)
+    return _record_select(scope, half_lives, f)
 
 
-async def count_records(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters,
-                        shared: bool) -> int:
+async def count_records(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters) -> int:
     where = [*readable(scope), *filter_clauses(f, half_lives)]
-    if shared:
-        where.append(R.c.subject.is_(None))
     return int((await db.execute(select(func.count()).select_from(R).where(*where))).scalar_one())
 
 

@@ -56,7 +56,6 @@ class Export:
     scope: Scope
     half_lives: Mapping[str, float] = field(default_factory=dict)
     records: Filters = field(default_factory=Filters)
-    shared: bool = False
     items: ItemFilters = field(default_factory=ItemFilters)
 
     @property
@@ -65,13 +64,13 @@ class Export:
 
     def rows(self) -> Any:
         if self.kind == "records":
-            return repo.record_rows(self.scope, self.half_lives, self.records, self.shared)
+            return repo.record_rows(self.scope, self.half_lives, self.records)
         i = self.items
         return repo.item_rows(self.scope, i.thread_id, i.subject, i.since, i.until)
 
     async def count(self, db: AsyncSession) -> int:
         if self.kind == "records":
-            return await repo.count_records(db, self.scope, self.half_lives, self.records, self.shared)
+            return await repo.count_records(db, self.scope, self.half_lives, self.records)
         i = self.items
         return await repo.count_items(db, self.scope, i.thread_id, i.subject, i.since, i.until)
 
@@ -83,44 +82,37 @@ def check_format(fmt: str) -> formats.Format:
     raise ValidationFailed("`format` is one of parquet, csv, ndjson.", param="format", code="invalid_format")
 
 
-def _check_owner(subject: str | None, shared: bool) -> None:
-    if subject is not None and shared:
-        raise ValidationFailed("Choose `subject` (one person's records) or `shared` (nobody's), not both.",
-                               param="shared", code="subject_and_shared")
-
-
 # ---------------------------------------------------------------- who exports
 
-async def for_request(db: AsyncSession, principal: Principal, secret: str, f: Filters, shared: bool, fmt: str,
+async def for_request(db: AsyncSession, principal: Principal, secret: str, f: Filters, fmt: str,
                       key_id: str | None = None) -> Export:
     """EXP-2: administrators or keys with `management` (a subject token: 403); the view is `GET /memory`'s."""
     principal.require_management()
     r = await memory.reader(db, principal, secret, key_id=key_id)
-    _check_owner(f.subject, shared)
     await memory.check_filters(db, r, f)
-    export = Export("records", r.scope, r.half_lives, f, shared)
-    filters = memory.describe_filters(r, f, shared=shared or None)
+    export = Export("records", r.scope, r.half_lives, f)
+    filters = memory.describe_filters(r, f)
     await _audit(db, export, principal.actor, secret, fmt, filters, "GET /memory/export")
     return export
 
 
-async def for_org(db: AsyncSession, org_id: str, kind: str, *, records: Filters | None = None, shared: bool = False,
+async def for_org(db: AsyncSession, org_id: str, kind: str, *, records: Filters | None = None,
                   items: ItemFilters | None = None) -> Export:
     """The CLI reads as the organisation: every index, every owner, the organisation's half-lives (MEM-9)."""
     org = await orgs_repo.get(db, org_id)
     if org is None:
         raise NotFound(f"No organisation {org_id!r}.", param="org")
     f = records or Filters()
-    _check_owner(f.subject, shared)
+    memory.check_owner_filters(f)
     scope = Scope(org_id, Requester(None, {}), None, (), unrestricted=True)
-    return Export(kind, scope, decay.half_lives(org, None), f, shared, items or ItemFilters())
+    return Export(kind, scope, decay.half_lives(org, None), f, items or ItemFilters())
 
 
 async def audit_cli(db: AsyncSession, export: Export, secret: str, fmt: str) -> int:
     if export.kind == "records":
         f = export.records
         filters: dict[str, Any] = {
-            "index_id": f.index_id, "type": f.types or None, "shared": export.shared or None,
+            "index_id": f.index_id, "type": f.types or None, "shared": f.shared or None,
             "subject_hash": audit.subject_hash(secret, export.scope.org_id, f.subject),
             "after": f.after.isoformat() if f.after else None, "before": f.before.isoformat() if f.before else None,
         }

@@ -30,6 +30,7 @@ from shared.schemas.memory import (
     MemoryOut,
     MemoryPage,
     MemoryPatch,
+    MemoryStats,
     SearchPage,
 )
 
@@ -69,8 +70,8 @@ def parse_window(within: str) -> timedelta:
 
 def _filters(index_id: str | None, type_: list[str] | None, subject: str | None, metadata: list[str] | None,
              label: list[str] | None, tag: list[str] | None, min_confidence: float | None, after: Any, before: Any,
-             include_expired: bool, include_replaced: bool, q: str | None) -> Filters:
-    return Filters(index_id=index_id, types=list(type_ or []), subject=subject,
+             include_expired: bool, include_replaced: bool, q: str | None, *, shared: bool = False) -> Filters:
+    return Filters(index_id=index_id, types=list(type_ or []), subject=subject, shared=shared,
                    metadata=parse_pairs(metadata, "metadata"), labels=parse_pairs(label, "label"),
                    tags=[t.strip().lower() for t in tag or [] if t.strip()], min_confidence=min_confidence,
                    after=require_offset(after, "after"), before=require_offset(before, "before"),
@@ -102,6 +103,7 @@ class MemoryController(Controller):
         index_id: str | None = None,
         type_: Annotated[list[str] | None, Parameter(query="type")] = None,
         subject: Annotated[str | None, Parameter(description="Requests naming nobody and administrators")] = None,
+        shared: Annotated[bool, Parameter(description="Only shared records (nobody's)")] = False,
         metadata: Annotated[list[str] | None, Parameter(description="`name:value`, repeatable, all must match")] = None,
         label: Annotated[list[str] | None, Parameter(description="`name:value`, repeatable")] = None,
         tag: list[str] | None = None,
@@ -117,9 +119,34 @@ class MemoryController(Controller):
     ) -> MemoryPage:
         r = await service.reader(db, principal, state.settings.secret, key_id=key_id)
         f = _filters(index_id, type_, subject, metadata, label, tag, min_confidence, after, before, include_expired,
-                     include_replaced, q)
+                     include_replaced, q, shared=shared)
         rows, more = await service.list_records(db, r, f, _cursor_id(cursor), page_limit(limit))
         return _page(rows, encode_cursor(rows[-1]["id"]) if more else None)
+
+    @get("/stats", summary="Count the records the request sees, per index, type and owner kind",
+         description="Takes the filters of `GET /memory` and counts every record that route would list, over all "
+                     "its pages. Administrators' counts are audited as `memory.read`.")
+    async def stats(
+        self, db: AsyncSession, principal: Principal, state: State,
+        index_id: str | None = None,
+        type_: Annotated[list[str] | None, Parameter(query="type")] = None,
+        subject: Annotated[str | None, Parameter(description="Requests naming nobody and administrators")] = None,
+        shared: Annotated[bool, Parameter(description="Only shared records (nobody's)")] = False,
+        metadata: Annotated[list[str] | None, Parameter(description="`name:value`, repeatable, all must match")] = None,
+        label: Annotated[list[str] | None, Parameter(description="`name:value`, repeatable")] = None,
+        tag: list[str] | None = None,
+        min_confidence: MinConfidence = None,
+        after: Instant | None = None,
+        before: Instant | None = None,
+        include_expired: bool = False,
+        include_replaced: bool = False,
+        q: str | None = None,
+        key_id: KeyId = None,
+    ) -> MemoryStats:
+        r = await service.reader(db, principal, state.settings.secret, key_id=key_id)
+        f = _filters(index_id, type_, subject, metadata, label, tag, min_confidence, after, before, include_expired,
+                     include_replaced, q, shared=shared)
+        return msgspec.convert(await service.stats(db, r, f), MemoryStats)
 
     @get("/expiring", summary="Records that expire within a window (`within=7d`; units h, d, w)")
     async def expiring(

@@ -164,6 +164,7 @@ class Filters:
     index_id: str | None = None
     types: list[str] = field(default_factory=list)
     subject: str | None = None
+    shared: bool = False  # only records of nobody in particular
     metadata: list[tuple[str, str]] = field(default_factory=list)
     labels: list[tuple[str, str]] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
@@ -183,6 +184,8 @@ def filter_clauses(f: Filters, half_lives: Mapping[str, float]) -> list[ColumnEl
         where.append(R.c.type.in_(f.types))
     if f.subject is not None:
         where.append(R.c.subject == f.subject)
+    if f.shared:
+        where.append(R.c.subject.is_(None))
     where += [_metadata_has(k, v) for k, v in f.metadata]
     where += [_label_has(R.c.labels, k, v) for k, v in f.labels]
     if f.tags:
@@ -234,6 +237,18 @@ async def list_page(db: AsyncSession, scope: Scope, half_lives: Mapping[str, flo
     if after_id:
         query = query.where(R.c.id < after_id)
     return _rows(await db.execute(query.order_by(R.c.id.desc()).limit(limit)))
+
+
+async def counts(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float],
+                 f: Filters) -> tuple[list[dict[str, Any]], int]:
+    """Records the scope reaches and the filters keep, counted per index, type and owner kind, and the number
+    of distinct people among their owners: the same WHERE as `list_page`, so a count never shows more."""
+    where = [*readable(scope), *filter_clauses(f, half_lives)]
+    shared = R.c.subject.is_(None).label("shared")
+    grouped = (select(R.c.index_id, R.c.type, shared, func.count().label("records")).where(*where)
+               .group_by(R.c.index_id, R.c.type, shared).order_by(R.c.index_id, R.c.type, shared))
+    people = select(func.count(func.distinct(R.c.subject))).where(*where)
+    return _rows(await db.execute(grouped)), int((await db.execute(people)).scalar_one())
 
 
 async def expiring(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters, window: timedelta,

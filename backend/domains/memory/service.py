@@ -462,6 +462,7 @@ def describe_filters(r: Reader, f: Filters, **extra: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
         "index_id": f.index_id, "type": f.types or None,
         "subject_hash": audit.subject_hash(r.secret, r.org_id, f.subject) if f.subject else None,
+        "shared": f.shared or None,
         "metadata": [k for k, _ in f.metadata] or None,
         "label": [k for k, _ in f.labels] or None, "tag": f.tags or None, "min_confidence": f.min_confidence,
         "after": f.after.isoformat() if f.after else None, "before": f.before.isoformat() if f.before else None,
@@ -482,9 +483,16 @@ async def audit_read(db: AsyncSession, r: Reader, route: str, ids: Sequence[str]
                        detail={"route": route, "filters": filters or {}, "ids": list(ids), "count": len(ids)})
 
 
+def check_owner_filters(f: Filters) -> None:
+    if f.subject is not None and f.shared:
+        raise ValidationFailed("Choose `subject` (one person's records) or `shared` (nobody's), not both.",
+                               param="shared", code="subject_and_shared")
+
+
 async def check_filters(db: AsyncSession, r: Reader, f: Filters) -> dict[str, Any] | None:
     """A read's filters: `subject` only for requests naming nobody and administrators; a named index must be
     reachable (404 otherwise). Returns that index."""
+    check_owner_filters(f)
     if f.subject is not None and r.person is not None and not r.principal.is_admin:
         raise Forbidden("The `subject` filter is for requests that name nobody and for administrators.",
                         param="subject", code="subject_filter_forbidden")
@@ -505,6 +513,21 @@ async def list_records(db: AsyncSession, r: Reader, f: Filters, after_id: str | 
     rows = rows[:limit]
     await audit_read(db, r, route, [row["id"] for row in rows], describe_filters(r, f))
     return rows, more
+
+
+async def stats(db: AsyncSession, r: Reader, f: Filters) -> dict[str, Any]:
+    """Counts over every page of `GET /memory` with these filters; an administrator's is audited like a list
+    (the filters and the number counted, no ids)."""
+    await check_filters(db, r, f)
+    groups, people = await repo.counts(db, r.scope, r.half_lives, f)
+    total = sum(g["records"] for g in groups)
+    if r.principal.is_admin:
+        await audit.record(db, org_id=r.org_id, actor=r.principal.actor, action="memory.read", secret=r.secret,
+                           object_type="memory_record",
+                           detail={"route": "GET /memory/stats", "filters": describe_filters(r, f), "ids": [],
+                                   "count": total})
+    return {"records": total, "shared": sum(g["records"] for g in groups if g["shared"]), "people": people,
+            "groups": groups}
 
 
 async def history(db: AsyncSession, r: Reader, record_id: str) -> dict[str, Any]:

@@ -1,0 +1,81 @@
+"""GET /memory/stats and the `shared` filter (MEM-6, PLT-8): counts of exactly what GET /memory lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.helpers import assert_error, bearer
+from tests.memory.conftest import Mem, make_index, writer_key
+
+
+def stats(mem: Mem, headers: dict[str, str], **params: Any) -> dict[str, Any]:
+    response = mem.client.get("/memory/stats", params={"index_id": mem.index_id, **params}, headers=headers)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def per_group(result: dict[str, Any]) -> dict[tuple[str, bool], int]:
+    return {(g["type"], g["shared"]): g["records"] for g in result["groups"]}
+
+
+def test_mem_6_stats_count_exactly_what_the_list_shows_to_each_reader(mem: Mem, db: Any) -> None:
+    for n in range(3):
+        mem.write(mem.anna(), f"Anna fact {n}.")
+    mem.write(mem.anna(), "Anna prefers tea.", type="preference")
+    mem.write(mem.bob(), "Bob fact.")
+    mem.write(mem.nobody, "Shared fact one.")
+    mem.write(mem.nobody, "Shared note.", type="note")
+    mem.write(mem.nobody, "Expired shared fact.", expires_at="2020-01-01T00:00:00Z")
+
+    everyone = stats(mem, mem.nobody)
+    assert everyone["records"] == 7 == len(mem.list(mem.nobody))
+    assert everyone["shared"] == 2 and everyone["people"] == 2
+    assert per_group(everyone) == {("fact", False): 4, ("preference", False): 1, ("fact", True): 1,
+                                   ("note", True): 1}
+    assert {g["index_id"] for g in everyone["groups"]} == {mem.index_id}
+    assert stats(mem, mem.nobody, include_expired="true")["records"] == 8
+
+    # A person counts what she lists: her own and the shared ones, never Bob's, and herself as the one person.
+    anna = stats(mem, mem.anna())
+    assert anna["records"] == 6 == len(mem.list(mem.anna()))
+    assert anna["people"] == 1 and per_group(anna)[("fact", False)] == 3
+    assert stats(mem, mem.bob())["records"] == 3
+
+    # Filters narrow the counts as they narrow the list; `shared` is a filter of its own.
+    assert stats(mem, mem.nobody, type="fact")["records"] == 5
+    assert stats(mem, mem.nobody, subject="anna")["records"] == 4
+    shared_only = stats(mem, mem.nobody, shared="true")
+    assert shared_only["records"] == 2 == len(mem.list(mem.nobody, shared="true"))
+    assert shared_only["people"] == 0
+    assert set(mem.list(mem.anna(), shared="true")) == set(mem.list(mem.nobody, shared="true"))
+    assert_error(mem.client.get("/memory/stats", params={"subject": "anna", "shared": "true"}, headers=mem.nobody),
+                 422, code="subject_and_shared", param="shared")
+    assert_error(mem.client.get("/memory", params={"subject": "anna", "shared": "true"}, headers=mem.nobody),
+                 422, code="subject_and_shared", param="shared")
+    assert_error(mem.client.get("/memory/stats", params={"subject": "bob"}, headers=mem.anna()), 403,
+                 code="subject_filter_forbidden")
+
+
+def test_mem_6_stats_never_reach_another_index_or_organisation(mem: Mem, org: Any, other_org: Any, db: Any) -> None:
+    mem.write(mem.anna(), "Counted in my index.")
+    other_index = make_index(org)
+    other = Mem(org, mem.client, other_index, writer_key(org))
+    other.write(other.anna(), "Counted in the other index.")
+    # A key whose policy names one index counts that index only, whatever it asks for.
+    narrow = org.make_key(policy={"indexes": [mem.index_id], "rules": [
+        {"id": "all", "effect": "permit", "kind": "memory_record"}]})["secret"]
+    assert {g["index_id"] for g in mem.client.get("/memory/stats", headers=bearer(narrow)).json()["groups"]} == {
+        mem.index_id}
+    assert_error(mem.client.get("/memory/stats", params={"index_id": other_index}, headers=bearer(narrow)), 404)
+    # Another organisation's administrator counts nothing of this one.
+    theirs = mem.client.get("/memory/stats", headers=other_org.admin).json()
+    assert not {g["index_id"] for g in theirs["groups"]} & {mem.index_id, other_index}
+
+
+def test_plt_2_an_administrators_count_is_audited_without_ids(mem: Mem, db: Any) -> None:
+    mem.write(mem.anna(), "One fact.")
+    result = stats(mem, mem.admin)
+    assert result["records"] == 1
+    detail = db.execute("SELECT detail FROM audit_events WHERE action = 'memory.read' "
+                        "AND detail->>'route' = 'GET /memory/stats' ORDER BY seq DESC LIMIT 1").fetchone()[0]
+    assert detail["count"] == 1 and detail["ids"] == [] and detail["filters"] == {"index_id": mem.index_id}
