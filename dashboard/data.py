@@ -120,7 +120,7 @@ def choose_org(value: str | None) -> None:
 def refresh() -> None:
     """Forget the cached answers so the next run asks the API again."""
     for fn in (organisations, org_timezone, indexes, keys, audit_page, recent_events, chain_status, memory_page,
-               memory_record, memory_history, store_settings, store_counts):
+               matching_records, memory_record, memory_history, store_settings, store_counts):
         fn.clear()
 
 
@@ -340,6 +340,12 @@ def memory_page(client: CoreClient, filters: MemoryFilter, cursor: str | None, l
 
 
 @_cached
+def matching_records(client: CoreClient, filters: MemoryFilter) -> int:
+    """How many records the filter keeps over every page (`GET /memory/stats`, audited by the API)."""
+    return client.memory_stats(filters).records
+
+
+@_cached
 def memory_record(client: CoreClient, record_id: str) -> MemoryOut:
     return client.memory_record(record_id)
 
@@ -387,7 +393,7 @@ def thread_ids(provenance: dict[str, Any] | None) -> list[str]:
 
 def forget_memory() -> None:
     """After a change: the next run asks the API again for lists, the record and its history."""
-    for fn in (memory_page, memory_record, memory_history, store_counts):
+    for fn in (memory_page, matching_records, memory_record, memory_history, store_counts):
         fn.clear()
 
 

@@ -68,6 +68,7 @@ if st.session_state.get("records_signature") != signature:
 cursors: list[str | None] = st.session_state["records_cursors"]
 try:
     records, next_cursor = data.memory_page(client, filters, cursors[-1], int(page_size))
+    matching = data.matching_records(client, filters)
 except ApiError as err:
     components.api_error(err, "list the records")
     st.stop()
@@ -80,7 +81,9 @@ if nav[0].button("Previous", key="records_previous", icon=":material/arrow_back:
 if nav[1].button("Next", key="records_next", icon=":material/arrow_forward:", disabled=next_cursor is None):
     cursors.append(next_cursor)
     st.rerun()
-nav[2].caption(f"Page {len(cursors)} · {len(records)} records, newest first · times in {tz}")
+match = "1 record matches" if matching == 1 else f"{matching:,} records match"
+nav[2].caption(f"{match} · page {len(cursors)} of {max(1, -(-matching // int(page_size)))} "
+               f"({len(records)} shown), newest first · times in {tz}")
 
 with st.expander("Export these records", icon=":material/download:"):
     st.caption("Every record of this filter (not only this page), as a file for analysts; the export is audited.")

@@ -370,6 +370,7 @@ def test_dsh_3_banner_and_filters_narrow_the_table(app: AppTest, org: Org, memor
     app.selectbox(key="records_owner").select("shared only")
     apply_records(app)
     assert shown_ids(app) == [ids["office"]]
+    assert any(c.value.startswith("1 record matches · page 1 of 1") for c in app.caption)
     # The API filters (so paging walks shared records only), as its audit event of the read shows.
     last_read = admin_client.audit(AuditFilter(actions=("memory.read",))).data[0]
     assert last_read.detail["filters"].get("shared") is True and last_read.detail["count"] == 1
@@ -421,7 +422,7 @@ def test_dsh_3_cursor_paging_next_and_previous(app: AppTest, org: Org) -> None:
     no_exception(app)
     assert shown_ids(app) == made[::-1][25:]
     assert app.button(key="records_next").disabled
-    assert any(c.value.startswith("Page 2 · 5 records") for c in app.caption)
+    assert any(c.value.startswith("30 records match · page 2 of 2 (5 shown)") for c in app.caption)
     app.button(key="records_previous").click().run()
     assert shown_ids(app) == first
 
