@@ -23,6 +23,7 @@ from shared.client import API_URL_ENV, DEFAULT_API_URL, ApiError, AuditFilter, C
 from shared.schemas.memory import MemoryHistory, MemoryOut
 from shared.schemas.platform import AdminOut, AuditEventOut, ChainStatus
 from shared.schemas.stores import PreviewIn, PreviewOut, PreviewSubject, StoreSettingsOut
+from shared.schemas.threads import ThreadStats
 
 CACHE_SECONDS = 30
 KEY_STATUSES = ("active", "revoked", "expired")
@@ -120,7 +121,7 @@ def choose_org(value: str | None) -> None:
 def refresh() -> None:
     """Forget the cached answers so the next run asks the API again."""
     for fn in (organisations, org_timezone, indexes, keys, audit_page, recent_events, chain_status, memory_page,
-               matching_records, memory_record, memory_history, store_settings, store_counts):
+               matching_records, memory_record, memory_history, store_settings, store_counts, thread_counts):
         fn.clear()
 
 
@@ -450,6 +451,12 @@ def store_counts(client: CoreClient) -> tuple[pl.DataFrame, int]:
             for g in stats.groups]
     schema = {"store": pl.String, "type": pl.String, "owner": pl.String, "records": pl.UInt32}
     return pl.DataFrame(rows, schema=schema), stats.people
+
+
+@_cached
+def thread_counts(client: CoreClient) -> ThreadStats:
+    """Threads of the organisation and their messages per role (`GET /threads/stats`, audited by the API)."""
+    return client.thread_stats()
 
 
 def counts_by_store(counts: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame:

@@ -35,6 +35,7 @@ from shared.schemas.platform import (
     OrgPage,
 )
 from shared.schemas.stores import PreviewIn, PreviewOut, StoreSettingsOut, StoreSettingsPatch
+from shared.schemas.threads import ThreadStats
 
 if TYPE_CHECKING:
     import polars as pl
@@ -333,6 +334,10 @@ class CoreClient:
     def memory_stats(self, filters: MemoryFilter | None = None) -> MemoryStats:
         """Counts over every page of `memory(filters)`: per index, type and owner kind, and distinct people."""
         return self._call("GET", "/memory/stats", MemoryStats, params=(filters or MemoryFilter()).params())
+
+    def thread_stats(self) -> ThreadStats:
+        """How many threads the caller may read, shared ones, their owners and their messages per role."""
+        return self._call("GET", "/threads/stats", ThreadStats)
 
     def memory_record(self, record_id: str) -> MemoryOut:
         return self._call("GET", f"/memory/{record_id}", MemoryOut)

@@ -1,5 +1,5 @@
 """Overview (DSH-2, the part whose API exists): indexes, keys by status, records per store and type, people,
-the latest audit events."""
+threads and their messages, the latest audit events."""
 
 from __future__ import annotations
 
@@ -56,6 +56,22 @@ if not indexes.is_empty():
         components.empty_state("No memory records yet — write one with `POST /memory`.")
     else:
         components.record_counts_table(data.counts_by_store(counts, names), key="overview_records")
+
+st.subheader("Threads")
+threads = data.thread_counts(client)
+if threads.threads == 0:
+    components.empty_state("No threads yet — open one with `POST /threads`.")
+else:
+    thread_cols = st.columns(4)
+    thread_cols[0].metric("Threads", threads.threads)
+    thread_cols[1].metric("Shared threads", threads.shared, help="Threads that name no person.")
+    thread_cols[2].metric("People with threads", threads.people if threads.people is not None else "—")
+    messages = threads.messages
+    thread_cols[3].metric("Messages", messages.user + messages.assistant + messages.developer,
+                          help=f"{messages.user} from people, {messages.assistant} from assistants, "
+                               f"{messages.developer} developer instructions.")
+    st.caption("Counted by the API over every thread you may read (`GET /threads/stats`); the count is recorded "
+               "in the audit trail as `thread.read`.")
 
 st.subheader("Latest audit events")
 st.caption(f"Times in {tz}, the organisation's time zone. Reading the trail is itself recorded as `audit.read`.")

@@ -216,6 +216,15 @@ class ThreadPage(Model):
     next_cursor: str | None
 
 
+class ThreadStats(Model):
+    """Counts of the threads `GET /threads` with the same filters would list, over every page."""
+
+    threads: int
+    shared: int  # threads that name nobody
+    people: int | None  # distinct people owning them; null for a request that names a person
+    messages: MessageCounts  # messages in those threads, per role
+
+
 # ---------------------------------------------------------------- search (THR-7, THR-8)
 
 class Highlight(Model):

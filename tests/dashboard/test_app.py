@@ -172,7 +172,9 @@ def test_dsh_2_overview_counts_indexes_keys_and_charts_events(app: AppTest, org:
 def test_dsh_2_overview_empty_states_say_what_to_do(app: AppTest, org: Org) -> None:
     log_in(app, org.admin_email, org.admin_password)
     no_exception(app)
-    assert "No indexes yet — create one with `POST /indexes`." in [i.value for i in app.info]
+    shown = [i.value for i in app.info]
+    assert "No indexes yet — create one with `POST /indexes`." in shown
+    assert "No threads yet — open one with `POST /threads`." in shown
 
 
 # ---------------------------------------------------------------- DSH-8 audit log
@@ -578,10 +580,16 @@ def test_dsh_4_api_validation_error_is_shown_beside_its_field(app: AppTest, org:
 
 def test_dsh_2_overview_counts_records_per_store_type_and_owner(app: AppTest, org: Org,
                                                                 memory_org: dict[str, Any]) -> None:
+    for headers, items in ((bearer(org.key, "anna"), ["Hallo", "Dag Anna"]), (bearer(org.key), ["Beleid"])):
+        body = {"items": [{"type": "message", "role": role, "content": text}
+                          for role, text in zip(("user", "assistant"), items, strict=False)]}
+        assert org.client.post("/threads", json=body, headers=headers).status_code == 201
     log_in(app, org.admin_email, org.admin_password)
     no_exception(app)
     assert errors(app) == []
     shown = metrics(app)
+    assert (shown["Threads"], shown["Shared threads"], shown["People with threads"], shown["Messages"]) == (
+        "2", "1", "1", "3")
     assert (shown["Records"], shown["Personal records"], shown["Shared records"], shown["People"]) == (
         "4", "2", "2", "2")
     [counts] = [d.value for d in app.dataframe if "personal" in d.value.columns]

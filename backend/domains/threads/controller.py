@@ -33,6 +33,7 @@ from shared.schemas.threads import (
     ThreadOut,
     ThreadPage,
     ThreadPatch,
+    ThreadStats,
 )
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -85,6 +86,21 @@ class ThreadController(Controller):
             db, ctx, metadata=parse_pairs(metadata, "metadata"), labels=parse_pairs(label, "label"),
             subject=subject, cursor=decode_cursor(cursor), descending=order == "desc", limit=size)
         return msgspec.convert({"data": docs, "next_cursor": encode_cursor(last) if last else None}, ThreadPage)
+
+    @get("/stats", summary="Count the threads this request may read, and their messages per role",
+         description="Takes the filters of `GET /threads` and counts over all its pages. Administrators and keys "
+                     "with `management`; `people` is null for a request that names a person.")
+    async def thread_stats(
+        self, db: AsyncSession, principal: Principal, state: State,
+        metadata: Annotated[list[str] | None, Parameter(description="`key:value`, repeatable; all must match")] = None,
+        label: Annotated[list[str] | None, Parameter(description="`name:value`, repeatable")] = None,
+        subject: Annotated[str | None, Parameter(description="Owner filter for requests naming nobody; "
+                                                             "empty for shared threads")] = None,
+    ) -> ThreadStats:
+        ctx = await _ctx(db, principal, state)
+        return msgspec.convert(await service.thread_stats(
+            db, ctx, metadata=parse_pairs(metadata, "metadata"), labels=parse_pairs(label, "label"),
+            subject=subject), ThreadStats)
 
     @get("/{thread_id:str}", summary="One thread with its subject and message counts")
     async def get_thread(self, thread_id: str, db: AsyncSession, principal: Principal, state: State) -> ThreadOut:

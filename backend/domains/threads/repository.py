@@ -97,19 +97,41 @@ async def get_threads(db: AsyncSession, scope: Scope, thread_ids: Sequence[str])
     return [dict(r._mapping) for r in (await db.execute(query)).all()]
 
 
+def _thread_filters(metadata: Sequence[tuple[str, str]], labels: Sequence[tuple[str, str]],
+                    owner: str | bool | None) -> list[ColumnElement[bool]]:
+    """`owner` False: any owner; None: shared threads; a string: that person's threads."""
+    where: list[ColumnElement[bool]] = [T_META.op("@>")(_json({name: value})) for name, value in metadata]
+    where += [has_label(T.c.labels, name, value) for name, value in labels]
+    if owner is None:
+        where.append(T.c.subject.is_(None))
+    elif owner is not False:
+        where.append(T.c.subject == owner)
+    return where
+
+
+async def thread_counts(db: AsyncSession, scope: Scope, *, metadata: Sequence[tuple[str, str]],
+                        labels: Sequence[tuple[str, str]], owner: str | bool | None) -> dict[str, int]:
+    """Threads `list_threads` would list (same WHERE), by owner kind and distinct owners, and their messages."""
+    where = [T.c.org_id == scope.org_id, T.c.deleted_at.is_(None),
+             scope.visible("thread", "see", T.c.subject, T.c.labels), *_thread_filters(metadata, labels, owner)]
+    threads = (await db.execute(select(func.count(), func.count().filter(T.c.subject.is_(None)),
+                                       func.count(func.distinct(T.c.subject))).where(*where))).one()
+    seen = select(T.c.id).where(*where)
+
+    def per(role: str) -> Any:
+        return func.count().filter(I.c.role == role)
+
+    messages = (await db.execute(select(per("user"), per("assistant"), per("developer")).where(
+        I.c.org_id == scope.org_id, I.c.type == "message", I.c.thread_id.in_(seen)))).one()
+    return {"threads": threads[0], "shared": threads[1], "people": threads[2], "user": messages[0],
+            "assistant": messages[1], "developer": messages[2]}
+
+
 async def list_threads(db: AsyncSession, scope: Scope, *, metadata: Sequence[tuple[str, str]],
                        labels: Sequence[tuple[str, str]], owner: str | bool | None, after_id: str | None,
                        descending: bool, limit: int) -> list[dict[str, Any]]:
     """`owner` False: any owner; None: shared threads; a string: that person's threads."""
-    query = _thread_select(scope)
-    for name, value in metadata:
-        query = query.where(T_META.op("@>")(_json({name: value})))
-    for name, value in labels:
-        query = query.where(has_label(T.c.labels, name, value))
-    if owner is None:
-        query = query.where(T.c.subject.is_(None))
-    elif owner is not False:
-        query = query.where(T.c.subject == owner)
+    query = _thread_select(scope).where(*_thread_filters(metadata, labels, owner))
     if after_id is not None:
         query = query.where(T.c.id < after_id if descending else T.c.id > after_id)
     query = query.order_by(T.c.id.desc() if descending else T.c.id.asc()).limit(limit)

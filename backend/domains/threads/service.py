@@ -278,15 +278,36 @@ async def _state_source(db: AsyncSession, ctx: Ctx, source_id: str) -> dict[str,
     return state or {"state": {}, "size": 2}
 
 
+def _owner_filter(ctx: Ctx, subject: str | None) -> str | bool | None:
+    if subject is None:
+        return False
+    if ctx.subject_id is not None:
+        raise BadRequest("`subject` filters threads by owner for requests that name nobody; this request is "
+                         "for a person already.", param="subject", code="invalid_filter")
+    return subject or None
+
+
+async def thread_stats(db: AsyncSession, ctx: Ctx, *, metadata: list[tuple[str, str]],
+                       labels: list[tuple[str, str]], subject: str | None) -> dict[str, Any]:
+    """Counts over every page of `GET /threads` with these filters (administrators and `management` keys).
+
+    For a request that names a person the number of owners is left out: threads others opened to her through a
+    group rule would tell her how many other people she shares threads with."""
+    ctx.principal.require_management()
+    counted = await repo.thread_counts(db, ctx.scope, metadata=metadata, labels=labels,
+                                       owner=_owner_filter(ctx, subject))
+    await _admin_read(db, ctx, "GET /threads/stats",
+                      filters={"metadata": [k for k, _ in metadata], "label": [k for k, _ in labels],
+                               "subject": subject is not None})
+    return {"threads": counted["threads"], "shared": counted["shared"],
+            "people": counted["people"] if ctx.subject_id is None else None,
+            "messages": {role: counted[role] for role in ("user", "assistant", "developer")}}
+
+
 async def list_threads(db: AsyncSession, ctx: Ctx, *, metadata: list[tuple[str, str]],
                        labels: list[tuple[str, str]], subject: str | None, cursor: Any, descending: bool,
                        limit: int) -> tuple[list[dict[str, Any]], str | None]:
-    owner: str | bool | None = False
-    if subject is not None:
-        if ctx.subject_id is not None:
-            raise BadRequest("`subject` filters threads by owner for requests that name nobody; this request is "
-                             "for a person already.", param="subject", code="invalid_filter")
-        owner = subject or None
+    owner = _owner_filter(ctx, subject)
     if cursor is not None and not isinstance(cursor, str):
         raise BadRequest("This cursor is not one the API handed out.", param="cursor", code="invalid_cursor")
     rows = await repo.list_threads(db, ctx.scope, metadata=metadata, labels=labels, owner=owner, after_id=cursor,
