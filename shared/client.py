@@ -35,7 +35,17 @@ from shared.schemas.platform import (
     OrgPage,
 )
 from shared.schemas.stores import PreviewIn, PreviewOut, StoreSettingsOut, StoreSettingsPatch
-from shared.schemas.threads import ThreadStats
+from shared.schemas.threads import (
+    ItemsOut,
+    NotePage,
+    Role,
+    SearchPage,
+    StateOut,
+    SummaryPage,
+    ThreadOut,
+    ThreadPage,
+    ThreadStats,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -370,6 +380,50 @@ class CoreClient:
         A mapping is sent as it is, so the API judges it and its 422 names the field (`injection.rank`).
         """
         return self._call("PATCH", f"/memory/stores/{index_id}", StoreSettingsOut, body=changes)
+
+    # ---- threads (DSH-7)
+    # Every one of these reads is audited by the API as `thread.read` when an administrator makes it (PLT-2).
+
+    def threads(self, *, subject: str | None = None, metadata: Sequence[tuple[str, str]] = (),
+                labels: Sequence[tuple[str, str]] = (), cursor: str | None = None,
+                limit: int | None = None) -> ThreadPage:
+        """One page of threads, newest first. `subject` names the owner; `""` means shared threads (no owner)."""
+        return self._call("GET", "/threads", ThreadPage, params={
+            "subject": subject, "metadata": [f"{k}:{v}" for k, v in metadata],
+            "label": [f"{k}:{v}" for k, v in labels], "cursor": cursor, "limit": limit})
+
+    def thread(self, thread_id: str) -> ThreadOut:
+        return self._call("GET", f"/threads/{thread_id}", ThreadOut)
+
+    def thread_items(self, thread_id: str, *, order: Literal["asc", "desc"] = "asc", cursor: str | None = None,
+                     limit: int | None = None) -> ItemsOut:
+        """One page of a thread's items in position order (`desc`: newest first)."""
+        return self._call("GET", f"/threads/{thread_id}/items", ItemsOut,
+                          params={"order": order, "cursor": cursor, "limit": limit})
+
+    def item_notes(self, thread_id: str, item_id: str) -> NotePage:
+        """Every note on one message: each person's and the organisation's (`by` null)."""
+        return self._call("GET", f"/threads/{thread_id}/items/{item_id}/metadata", NotePage)
+
+    def thread_state(self, thread_id: str) -> StateOut:
+        """The working state; a thread that never had one reads `{}` at version 0."""
+        return self._call("GET", f"/threads/{thread_id}/state", StateOut)
+
+    def thread_summaries(self, thread_id: str, *, cursor: str | None = None, limit: int | None = None
+                         ) -> SummaryPage:
+        return self._call("GET", f"/threads/{thread_id}/summaries", SummaryPage,
+                          params={"cursor": cursor, "limit": limit})
+
+    def search_messages(self, q: str | None = None, *, thread_id: str | None = None, role: Role | None = None,
+                        start: datetime | None = None, end: datetime | None = None,
+                        notes: Sequence[tuple[str, str]] = (), notes_by: str | None = None,
+                        cursor: str | None = None, limit: int | None = None) -> SearchPage:
+        """`GET /thread-items`: messages matching `q` (web-search syntax) and/or a note (`notes` = `metadata`
+        pairs, `notes_by` = whose notes), newest first. Each page reads at most 7 days of history, so a short or
+        empty page may still have a `next_cursor`; `searched_to` says how far back this page looked."""
+        return self._call("GET", "/thread-items", SearchPage, params={
+            "q": q, "thread_id": thread_id, "role": role, "from": _instant(start), "to": _instant(end),
+            "metadata": [f"{k}:{v}" for k, v in notes], "metadata_by": notes_by, "cursor": cursor, "limit": limit})
 
 
 class _Paged(Protocol[T_co]):

@@ -172,3 +172,51 @@ def test_inj_3_store_settings_read_patch_and_field_error(admin_client: CoreClien
     assert (caught.value.status, caught.value.param) == (422, "injection.budget_tokens")
     events = admin_client.audit(AuditFilter(actions=("store.settings_changed",), object_id=store)).data
     assert [e.object_id for e in events] == [store]
+
+
+# ---------------------------------------------------------------- threads (DSH-7)
+
+
+def test_dsh_7_thread_reads_decode_into_the_schemas(admin_client: CoreClient, org: Org) -> None:
+    from shared.schemas.threads import FunctionCallOut, MessageOut, SearchPage, StateOut, ThreadPage
+
+    created = org.client.post("/threads", headers=bearer(org.key, "anna"), json={
+        "metadata": {"dossier": "4711"},
+        "items": [{"type": "message", "role": "user", "content": "Where is my refund?"},
+                  {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"}]})
+    assert created.status_code == 201, created.text
+    anna = created.json()["id"]
+    shared = org.client.post("/threads", json={}, headers=org.full).json()["id"]
+
+    page = admin_client.threads(subject="anna")
+    assert isinstance(page, ThreadPage) and [t.id for t in page.data] == [anna]
+    assert [t.id for t in admin_client.threads(subject="").data] == [shared]
+    assert [t.id for t in admin_client.threads(metadata=[("dossier", "4711")]).data] == [anna]
+    first = admin_client.threads(limit=1)
+    assert [t.id for t in first.data] == [shared] and first.next_cursor
+    assert [t.id for t in admin_client.threads(cursor=first.next_cursor, limit=1).data] == [anna]
+    thread = admin_client.thread(anna)
+    assert (thread.subject, thread.message_counts.user, thread.metadata) == ("anna", 1, {"dossier": "4711"})
+
+    items = admin_client.thread_items(anna).items
+    assert [type(i) for i in items] == [MessageOut, FunctionCallOut]
+    newest = admin_client.thread_items(anna, order="desc", limit=1)
+    assert [i.position for i in newest.items] == [2] and newest.next_cursor
+    noted = org.client.put(f"/threads/{anna}/items/{items[0].id}/metadata", json={"metadata": {"status": "open"}},
+                           headers=org.full)
+    assert noted.status_code == 200, noted.text
+    assert [(n.by, n.metadata) for n in admin_client.item_notes(anna, items[0].id).data] == [(None, {"status": "open"})]
+    state = admin_client.thread_state(anna)
+    assert isinstance(state, StateOut) and (state.state, state.version, state.updated_at) == ({}, 0, None)
+    assert admin_client.thread_summaries(anna).data == []
+
+    found = admin_client.search_messages("refund")
+    assert isinstance(found, SearchPage) and [(h.item_id, h.subject) for h in found.data] == [(items[0].id, "anna")]
+    assert found.searched_to is not None
+    assert admin_client.search_messages("refund", role="assistant").data == []
+    assert [h.item_id for h in admin_client.search_messages(notes=[("status", "open")]).data] == [items[0].id]
+    with pytest.raises(ApiError) as caught:
+        admin_client.search_messages("-refund")
+    assert (caught.value.status, caught.value.code, caught.value.param) == (400, "exclusions_only", "q")
+    with pytest.raises(ValueError, match="offset"):
+        admin_client.search_messages("refund", start=datetime(2026, 1, 1))

@@ -111,6 +111,15 @@ def test_dsh_11_browser_logs_in_and_opens_every_page(dashboard_url: str, org: Or
     changed = org.client.patch(f"/memory/stores/{index_id}", json={"commitments": {"inject_limit": 3}},
                                headers=org.admin)
     assert changed.status_code == 200, changed.text
+    thread = org.client.post("/threads", headers=bearer(org.key, "anna"), json={
+        "metadata": {"dossier": "4711"},
+        "items": [{"type": "message", "role": "user", "content": "🎉 Wanneer komt mijn terugbetaling?"},
+                  {"type": "function_call", "call_id": "c1", "name": "refund_status", "arguments": '{"order": 7}'},
+                  {"type": "message", "role": "assistant", "content": "Uw terugbetaling komt binnen vijf dagen."}]})
+    assert thread.status_code == 201, thread.text
+    thread_id = thread.json()["id"]
+    state = org.client.put(f"/threads/{thread_id}/state", json={"state": {"step": "refund"}}, headers=org.full)
+    assert state.status_code == 200, state.text
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -155,5 +164,27 @@ def test_dsh_11_browser_logs_in_and_opens_every_page(dashboard_url: str, org: Or
             settle(page)
             assert_clean(page, "record detail")
             shot(page, f"{len(pages) + 2:02d}-records-detail")
+
+            # A thread's items and working state, then a message search with its highlights (DSH-7).
+            page.locator('[data-testid="stSidebarNav"] a', has_text="Threads").click()
+            page.get_by_role("heading", name="Threads", exact=True).wait_for(timeout=WAIT_MS)
+            settle(page)
+            field = page.get_by_role("textbox", name="Open a thread by id")
+            field.fill(thread_id)
+            field.press("Enter")
+            page.get_by_role("tab", name="Working state").wait_for(timeout=WAIT_MS)
+            settle(page)
+            assert_clean(page, "thread detail")
+            shot(page, f"{len(pages) + 3:02d}-threads-detail")
+            page.get_by_role("tab", name="Search messages").click()
+            settle(page)
+            query = page.get_by_role("textbox", name="Words to find")
+            query.fill("terugbetaling")
+            page.get_by_role("button", name="Search", exact=True).click()
+            page.get_by_text("searched back to").wait_for(timeout=WAIT_MS)
+            settle(page)
+            assert_clean(page, "message search")
+            assert page.locator("strong", has_text="terugbetaling").count() == 2
+            shot(page, f"{len(pages) + 4:02d}-threads-search")
         finally:
             browser.close()

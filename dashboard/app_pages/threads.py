@@ -1,0 +1,359 @@
+"""Threads (DSH-7): list and filter threads; read one's items with who wrote each, the notes on a message, the
+working state and the summaries; search every message (THR-7)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+from zoneinfo import ZoneInfo
+
+import polars as pl
+import streamlit as st
+
+from dashboard import components, data
+from shared.client import ApiError
+from shared.schemas.threads import Role, SearchHit, SearchPage, ThreadOut
+
+ITEMS_PER_PAGE = 100
+SUMMARIES_PER_PAGE = 50
+HITS_PER_PAGE = 20
+ROLES = ("any", "user", "assistant", "developer")
+QUERY_HELP = ('Web-search syntax: words (every one must occur), "a phrase" in quotes, `or` between alternatives, '
+              "`-word` to leave a word out.")
+
+THREAD_COLUMNS: dict[str, Any] = {
+    "id": st.column_config.TextColumn("id"),
+    "owner": st.column_config.TextColumn("owner", help="The person the thread belongs to, or shared"),
+    "user": st.column_config.NumberColumn("user", width="small", help="Messages with role user"),
+    "assistant": st.column_config.NumberColumn("assistant", width="small", help="Messages with role assistant"),
+    "developer": st.column_config.NumberColumn("developer", width="small", help="Messages with role developer"),
+    "metadata": st.column_config.TextColumn("metadata"),
+    "labels": st.column_config.TextColumn("labels"),
+    "created_at": st.column_config.DatetimeColumn("opened", format="YYYY-MM-DD HH:mm"),
+    "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm"),
+}
+ITEM_COLUMNS: dict[str, Any] = {
+    "position": st.column_config.NumberColumn("#", width="small"),
+    "created_at": st.column_config.DatetimeColumn("at", format="YYYY-MM-DD HH:mm:ss"),
+    "type": st.column_config.TextColumn("type", width="small"),
+    "role": st.column_config.TextColumn("role", width="small"),
+    "writer": st.column_config.TextColumn("written by", help="The person the writing request named; "
+                                          f"{data.BY_ORGANISATION}: the request named nobody"),
+    "text": st.column_config.TextColumn("text", width="large"),
+    "id": st.column_config.TextColumn("item id", width="small"),
+    "response_id": None,
+}
+NOTE_COLUMNS: dict[str, Any] = {
+    "by": st.column_config.TextColumn("by", help=f"The person whose note it is; {data.BY_ORGANISATION}: the "
+                                      "organisation's own"),
+    "note": st.column_config.TextColumn("note", width="large"),
+    "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm:ss"),
+}
+SUMMARY_COLUMNS: dict[str, Any] = {
+    "from_position": st.column_config.NumberColumn("from #", width="small"),
+    "to_position": st.column_config.NumberColumn("to #", width="small"),
+    "level": st.column_config.NumberColumn("level", width="small"),
+    "model": st.column_config.TextColumn("model", width="small"),
+    "text": st.column_config.TextColumn("text", width="large"),
+    "created_at": st.column_config.DatetimeColumn("written", format="YYYY-MM-DD HH:mm"),
+    "id": None,
+}
+
+components.page_header(
+    "Threads",
+    "The conversations applications keep: who wrote each item, the notes on messages, each thread's working "
+    "state and summaries, and a search over every message.")
+st.info("Every read on this page — the list, a thread's items, notes, working state and summaries, and each "
+        "search — is recorded in the organisation's audit trail under your name (`thread.read`).",
+        icon=":material/visibility:")
+client = data.client()
+org = data.org_id()
+assert org is not None  # streamlit_app shows pages only once an organisation is chosen
+tz = data.org_timezone(client, org)
+
+
+def cursor_stack(key: str, signature: object) -> list[str | None]:
+    """The cursors of the pages shown so far; a new signature (filter, thread, order) starts at the first page."""
+    if st.session_state.get(f"{key}_signature") != signature:
+        st.session_state[f"{key}_signature"] = signature
+        st.session_state[key] = [None]
+    return cast(list[str | None], st.session_state[key])
+
+
+# ---------------------------------------------------------------- the list
+
+
+def thread_list() -> str | None:
+    """The filter bar, one page of threads and *Open a thread by id*; returns the thread to show, if any."""
+    with st.form("threads_filters", border=True):
+        row = st.columns([2, 3, 3, 3, 2])
+        owner = row[0].selectbox("Owner", data.THREAD_OWNERS, key="threads_owner", persist_state="page")
+        person = row[1].text_input("Person id", key="threads_person", placeholder="with owner = one person",
+                                   help="The id your application uses for her.", persist_state="page")
+        metadata = row[2].text_input("Metadata", key="threads_metadata", placeholder="dossier:4711",
+                                     persist_state="page")
+        labels = row[3].text_input("Labels", key="threads_labels", placeholder="department:payroll",
+                                   persist_state="page")
+        page_size = row[4].selectbox("Threads per page", [25, 50, 100, 200], index=1, key="threads_page_size",
+                                     persist_state="page")
+        st.form_submit_button("Apply filters", key="threads_apply", type="primary", icon=":material/filter_alt:")
+    try:
+        metadata_pairs, label_pairs = data.pairs(metadata), data.pairs(labels)
+    except ValueError as err:
+        st.error(f"{err} Write filters as `name:value`, separated by commas.\n\nCode `invalid_filter`",
+                 icon=":material/error:")
+        return None
+    subject = data.thread_owner(str(owner), person)
+    if owner == "one person" and subject is None:
+        st.warning("Owner is *one person* but no person id is given; showing everyone's threads.",
+                   icon=":material/person_search:")
+
+    cursors = cursor_stack("threads_cursors", (subject, metadata_pairs, label_pairs, page_size))
+    try:
+        frame, next_cursor = data.thread_page(client, subject, metadata_pairs, label_pairs, cursors[-1],
+                                              int(page_size), tz)
+    except ApiError as err:
+        components.api_error(err, "list the threads")
+        return None
+    nav = st.columns([1, 1, 5], vertical_alignment="center")
+    if nav[0].button("Newer", key="threads_newer", icon=":material/arrow_back:", disabled=len(cursors) == 1):
+        cursors.pop()
+        st.rerun()
+    if nav[1].button("Older", key="threads_older", icon=":material/arrow_forward:", disabled=next_cursor is None):
+        cursors.append(next_cursor)
+        st.rerun()
+    nav[2].caption(f"Page {len(cursors)} · {frame.height} threads, newest first · times in {tz}")
+
+    selected: dict[str, Any] | None = None
+    if frame.is_empty():
+        unfiltered = subject is None and not metadata_pairs and not label_pairs and len(cursors) == 1
+        components.empty_state("No threads yet — open one with `POST /threads`." if unfiltered else
+                               "No threads match these filters — choose owner *everyone* or clear a filter.")
+    else:
+        state = st.dataframe(frame, column_config=THREAD_COLUMNS, hide_index=True, key="threads_table",
+                             on_select="rerun", selection_mode="single-row")
+        rows = state.selection.rows if state is not None else []
+        selected = frame.row(rows[0], named=True) if rows and rows[0] < frame.height else None
+    typed = st.text_input("Open a thread by id", key="threads_open_id", placeholder="thr_…", persist_state="page",
+                          help="Or select a row above; an id from a search hit or the audit log works too.").strip()
+    if typed:
+        return typed
+    if selected is not None:
+        return str(selected["id"])
+    if not frame.is_empty():
+        st.caption("Select a row (or type an id) to read the thread: its items, notes, working state and summaries.")
+    return None
+
+
+# ---------------------------------------------------------------- one thread
+
+
+def loaded_items(thread_id: str, newest_first: bool) -> tuple[pl.DataFrame, str | None]:
+    """The item pages loaded so far (*Load more* adds one), each a cached read, and the next page's cursor."""
+    cursors = cursor_stack("threads_item_cursors", (thread_id, newest_first))
+    frames: list[pl.DataFrame] = []
+    next_cursor: str | None = None
+    for cursor in cursors:
+        frame, next_cursor = data.item_page(client, thread_id, newest_first, cursor, ITEMS_PER_PAGE, tz)
+        frames.append(frame)
+    return pl.concat(frames), next_cursor
+
+
+def load_more(key: str, next_cursor: str | None, what: str) -> None:
+    if st.button(f"Load more {what}", key=f"{key}_more", icon=":material/expand_more:", disabled=next_cursor is None):
+        st.session_state[key].append(next_cursor)
+        st.rerun()
+
+
+def items_tab(thread: ThreadOut) -> None:
+    newest_first = st.toggle("Newest first", key="threads_items_newest", persist_state="page")
+    items, next_cursor = loaded_items(thread.id, newest_first)
+    if items.is_empty():
+        components.empty_state("No items yet — an application appends them with `POST /threads/{id}/items`.")
+        return
+    st.dataframe(items, column_config=ITEM_COLUMNS, hide_index=True, key="threads_items")
+    load_more("threads_item_cursors", next_cursor, "items")
+    st.caption(f"{items.height} items shown · times in {tz} · tool calls as `name(arguments)`, their results as "
+               "`name → output`")
+
+
+def notes_tab(thread: ThreadOut) -> None:
+    # Notes are read for one chosen message only: one audited call, however many messages the thread holds.
+    newest_first = bool(st.session_state.get("threads_items_newest", False))
+    items, _ = loaded_items(thread.id, newest_first)
+    messages = items.filter(pl.col("type") == "message")
+    if messages.is_empty():
+        components.empty_state("No messages shown yet — notes are kept on messages; load the thread's items first.")
+        return
+    labels = {row["id"]: f"#{row['position']} · {row['role']} · {row['writer']} · {row['text'][:60]}"
+              for row in messages.iter_rows(named=True)}
+    item_id = st.selectbox("Message", list(labels), format_func=labels.__getitem__, key=f"threads_note_{thread.id}",
+                           help="One of the messages shown on the Items tab (use *Load more* there for others).")
+    assert item_id is not None
+    try:
+        notes = data.item_notes(client, thread.id, item_id, tz)
+    except ApiError as err:
+        components.api_error(err, "read the notes")
+        return
+    if notes.is_empty():
+        components.empty_state("No notes on this message — an application writes one with "
+                               "`PUT /threads/{id}/items/{item_id}/metadata`.")
+        return
+    st.dataframe(notes, column_config=NOTE_COLUMNS, hide_index=True, key="threads_notes")
+
+
+def state_tab(thread: ThreadOut) -> None:
+    try:
+        state = data.thread_state(client, thread.id)
+    except ApiError as err:
+        components.api_error(err, "read the working state")
+        return
+    if state.version == 0:
+        components.empty_state("No working state yet — an application writes one with `PUT /threads/{id}/state`.")
+        return
+    cols = st.columns(3)
+    cols[0].metric("Version", state.version)
+    cols[1].metric("Size", f"{state.size:,} bytes")
+    cols[2].metric("Updated", f"{state.updated_at.astimezone(ZoneInfo(tz)):%Y-%m-%d %H:%M}"
+                   if state.updated_at else "never")
+    st.json(state.state, expanded=True)
+
+
+def summaries_tab(thread: ThreadOut) -> None:
+    cursors = cursor_stack("threads_summary_cursors", thread.id)
+    try:
+        pages = [data.summary_page(client, thread.id, cursor, SUMMARIES_PER_PAGE, tz) for cursor in cursors]
+    except ApiError as err:
+        components.api_error(err, "read the summaries")
+        return
+    summaries = pl.concat([frame for frame, _ in pages])
+    if summaries.is_empty():
+        components.empty_state("No summaries yet — compaction summaries are written by turns (TRN-6).")
+        return
+    st.dataframe(summaries, column_config=SUMMARY_COLUMNS, hide_index=True, key="threads_summaries")
+    load_more("threads_summary_cursors", pages[-1][1], "summaries")
+
+
+def thread_detail(thread_id: str) -> None:
+    try:
+        thread = data.thread(client, thread_id)
+    except ApiError as err:
+        components.api_error(err, f"read thread {thread_id}")
+        return
+    st.divider()
+    st.subheader(f"Thread `{thread.id}`")
+    counts = thread.message_counts
+    zone = ZoneInfo(tz)
+    st.markdown(" · ".join([
+        f"owner **{data.markdown_text(thread.subject or data.SHARED)}**",
+        f"{counts.user} user, {counts.assistant} assistant, {counts.developer} developer messages",
+        f"opened {thread.created_at.astimezone(zone):%Y-%m-%d %H:%M}",
+        f"updated {thread.updated_at.astimezone(zone):%Y-%m-%d %H:%M}"]))
+    if thread.metadata or thread.labels:
+        st.caption(f"metadata {data.markdown_text(data.pairs_text(thread.metadata)) or 'none'} · "
+                   f"labels {data.markdown_text(data.pairs_text(thread.labels)) or 'none'}")
+    # Lazy tabs: only the open one runs, so only what is looked at is read (and audited).
+    tabs = st.tabs(["Items", "Notes", "Working state", "Summaries"], key="threads_detail", on_change="rerun")
+    for tab, show in zip(tabs, (items_tab, notes_tab, state_tab, summaries_tab), strict=True):
+        if tab.open:
+            with tab:
+                show(thread)
+
+
+# ---------------------------------------------------------------- search
+
+
+def open_thread(thread_id: str) -> None:
+    """A search hit's *Open thread*: the Threads tab, with that thread open."""
+    st.session_state["threads_open_id"] = thread_id
+    st.session_state["threads_view"] = "Threads"
+
+
+def show_hit(number: int, hit: SearchHit) -> None:
+    zone = ZoneInfo(tz)
+    with st.container(border=True):
+        st.markdown(data.bold_snippet(hit.snippet, hit.highlights))
+        who = hit.role or hit.type
+        refusal = " (refusal)" if hit.type == "refusal" else ""
+        note = (f" · note {data.markdown_text(data.pairs_text(hit.metadata))} by "
+                f"{data.markdown_text(hit.metadata_by or data.BY_ORGANISATION)}" if hit.metadata else "")
+        left, right = st.columns([5, 1], vertical_alignment="center")
+        left.caption(f"{who}{refusal} · written by {data.markdown_text(hit.subject or data.BY_ORGANISATION)} · "
+                     f"{hit.created_at.astimezone(zone):%Y-%m-%d %H:%M} · thread `{hit.thread_id}` · "
+                     f"item `{hit.item_id}`{note}")
+        right.button("Open thread", key=f"threads_hit_{number}", icon=":material/forum:", on_click=open_thread,
+                     args=(hit.thread_id,))
+
+
+def search_view() -> None:
+    with st.form("threads_search_form", border=True):
+        q = st.text_input("Words to find", key="threads_q", placeholder='refund "bank account" or iban -test',
+                          help=QUERY_HELP, persist_state="page")
+        row = st.columns(4)
+        role = row[0].selectbox("Role", ROLES, key="threads_search_role", persist_state="page")
+        in_thread = row[1].text_input("In thread", key="threads_search_thread", placeholder="thr_… (every thread)",
+                                      persist_state="page")
+        start = row[2].date_input("From", value=None, key="threads_search_from", help=f"First day, in {tz}",
+                                  persist_state="page")
+        end = row[3].date_input("To", value=None, key="threads_search_to", help=f"Last day (included), in {tz}",
+                                persist_state="page")
+        notes = st.columns(2)
+        note = notes[0].text_input("Note", key="threads_search_note", placeholder="status:open",
+                                   help="Find messages that carry this note (`name:value`), with or without words.",
+                                   persist_state="page")
+        note_by = notes[1].text_input("Notes by", key="threads_search_note_by", persist_state="page",
+                                      placeholder="a person's id; empty: the organisation's notes")
+        submitted = st.form_submit_button("Search", key="threads_search_submit", type="primary",
+                                          icon=":material/search:")
+    st.caption(f"{QUERY_HELP} Newest first; each page reads at most 7 days of history, so a page may be short.")
+
+    params: dict[str, Any] = {"q": q, "role": None if role == "any" else cast(Role, role), "thread_id": in_thread,
+                              "start": start, "end": end, "notes": note, "notes_by": note_by, "tz": tz}
+    if submitted:
+        st.session_state.pop("threads_search", None)
+        try:
+            first = data.search_messages(client, **params, cursor=None, limit=HITS_PER_PAGE)
+        except ValueError as err:
+            st.error(f"{err} Write the note as `name:value`.\n\nCode `invalid_filter`", icon=":material/error:")
+            return
+        except ApiError as err:
+            components.api_error(err, "search the messages")
+            return
+        st.session_state["threads_search"] = {"params": params, "pages": [first]}
+    found: dict[str, Any] | None = st.session_state.get("threads_search")
+    if found is None:
+        components.empty_state("Type words to find (or a note), then press Search.")
+        return
+    pages: list[SearchPage] = found["pages"]
+    hits = [hit for page in pages for hit in page.data]
+    last = pages[-1]
+    reach = f"searched back to {last.searched_to:%Y-%m-%d}" if last.searched_to else "searched all history"
+    more = "" if last.next_cursor else " · no older messages to search"
+    st.caption(f"{len(hits)} hit{'' if len(hits) == 1 else 's'}, newest first · {reach} ({tz}){more}")
+    if not hits:
+        components.empty_state(
+            f"No hits back to {last.searched_to:%Y-%m-%d} — press *Search further back* for older messages."
+            if last.next_cursor and last.searched_to else
+            "No messages match — try other words, fewer exclusions or a longer period.")
+    for number, hit in enumerate(hits):
+        show_hit(number, hit)
+    if st.button("Search further back", key="threads_search_more", icon=":material/history:",
+                 disabled=last.next_cursor is None):
+        try:
+            pages.append(data.search_messages(client, **found["params"], cursor=last.next_cursor,
+                                              limit=HITS_PER_PAGE))
+        except ApiError as err:
+            components.api_error(err, "search further back")
+            return
+        st.rerun()
+
+
+# Lazy tabs: only the open one runs. Widgets keep their values while hidden (persist_state="page").
+browse, search = st.tabs(["Threads", "Search messages"], key="threads_view", on_change="rerun")
+if browse.open:
+    with browse:
+        chosen = thread_list()
+        if chosen:
+            thread_detail(chosen)
+if search.open:
+    with search:
+        search_view()
