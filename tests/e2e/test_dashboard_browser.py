@@ -186,5 +186,19 @@ def test_dsh_11_browser_logs_in_and_opens_every_page(dashboard_url: str, org: Or
             assert_clean(page, "message search")
             assert page.locator("strong", has_text="terugbetaling").count() == 2
             shot(page, f"{len(pages) + 4:02d}-threads-search")
+
+            # The injection previewer (DSH-6): Anna's block, as a model would get it.
+            page.locator('[data-testid="stSidebarNav"] a', has_text="Injection previewer").click()
+            page.get_by_role("heading", name="Injection previewer", exact=True).wait_for(timeout=WAIT_MS)
+            settle(page)
+            page.get_by_role("textbox", name="Person id").fill("anna")
+            page.get_by_role("button", name="Preview").click()
+            page.get_by_role("heading", name="The block, as the model gets it").wait_for(timeout=WAIT_MS)
+            settle(page)
+            assert_clean(page, "injection preview")
+            block = page.locator('[data-testid="stCode"]').first.inner_text()
+            assert "Anna drinks green tea" in block and "The office opens at eight" in block
+            assert "Bert cycles to work" not in block
+            shot(page, f"{len(pages) + 5:02d}-previewer-anna")
         finally:
             browser.close()
