@@ -170,8 +170,8 @@ def run_export(url: str, org_id: str, kind: str, fmt: str, out: str, *, records:
         raise click.ClickException(exc.message) from exc
 
 
-def _progress(total: int) -> Any:
-    """A rich bar on a terminal: rows written of the rows counted, rate and elapsed time."""
+def _progress(total: int, label: str = "export") -> Any:
+    """A rich bar on a terminal: rows done of the rows counted, rate and elapsed time; returns (bar, task)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
@@ -179,9 +179,9 @@ def _progress(total: int) -> Any:
         def render(self, task: Any) -> Text:
             return Text(f"{task.speed or 0:,.0f} rows/s")
 
-    bar = Progress(TextColumn("export"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), Rate(),
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), Rate(),
                    TimeElapsedColumn())
-    task = bar.add_task("export", total=total)
+    task = bar.add_task(label, total=total)
     bar.start()
     return bar, task
 
@@ -238,6 +238,54 @@ def export_thread_items(org_id: str, fmt: str, out: str, since: str | None, unti
     items = ItemFilters(thread_id, subject, _instant(since, "--since"), _instant(until, "--until"))
     rows = run_export(_database_url(), org_id, "thread_items", fmt, out, items=items, progress=sys.stdout.isatty())
     click.echo(f"{rows} thread items written to {out}")
+
+
+@main.group()
+def memory() -> None:
+    """Maintenance of memory records."""
+
+
+@memory.command("reembed")
+@click.option("--org", "org_id", default=None, help="Only this organisation (default: all).")
+@click.option("--index", "index_id", default=None, help="Only this index.")
+@click.option("--batch", default=256, show_default=True, type=click.IntRange(1, 2048),
+              help="Records per provider call and per transaction.")
+def memory_reembed(org_id: str | None, index_id: str | None, batch: int) -> None:
+    """Give records of embedding indexes the vector their write could not get (the provider failed, PLT-13).
+
+    Exits 1 when a provider still fails; what was embedded stays, and running it again continues."""
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.domains.memory import reembed
+
+    async def go() -> list[Any]:
+        engine = make_engine(_database_url(), pool_size=2)
+        try:
+            sessions = make_sessionmaker(engine)
+            async with sessions() as db:
+                total = sum(p["missing"] for p in await reembed.pending(db, org_id, index_id))
+            bar = _progress(total, "embedding") if sys.stdout.isatty() and total else None
+
+            def advance(rows: int) -> None:
+                if bar is not None:
+                    bar[0].advance(bar[1], rows)
+
+            try:
+                return await reembed.run(sessions, get_settings().secret, org_id=org_id, index_id=index_id,
+                                         batch=batch, advance=advance)
+            finally:
+                if bar is not None:
+                    bar[0].stop()
+        finally:
+            await engine.dispose()
+
+    outcomes = asyncio.run(go())
+    if not outcomes:
+        click.echo("Every record of every embedding index has its vector.")
+    for o in outcomes:
+        line = f"{o.org_id} {o.index_id}: {o.embedded} embedded, {o.left} still without a vector"
+        click.echo(line + (f" (the provider failed: {o.error})" if o.error else ""))
+    if any(o.error for o in outcomes):
+        sys.exit(1)
 
 
 def _serve(host: str, port: int, url: str | None = None) -> None:

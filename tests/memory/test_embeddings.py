@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,13 +33,14 @@ class ScriptedEmbeddings(BaseHTTPRequestHandler):
     """A tiny OpenAI-compatible `/v1/embeddings`: synonyms share a dimension; `FAIL` in a text is a 500."""
 
     requests: list[dict[str, Any]] = []
+    failing = "FAIL"  # a text holding this word gets a 500
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         ScriptedEmbeddings.requests.append({"path": self.path, "body": body,
                                             "auth": self.headers.get("Authorization")})
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        if self.path != "/v1/embeddings" or any("FAIL" in text for text in inputs):
+        if self.path != "/v1/embeddings" or any(ScriptedEmbeddings.failing in text for text in inputs):
             self.send_response(500)
             self.end_headers()
             self.wfile.write(b'{"error": {"message": "scripted failure"}}')
@@ -61,6 +65,7 @@ def embedding_server() -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     ScriptedEmbeddings.requests = []
+    ScriptedEmbeddings.failing = "FAIL"
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
     server.server_close()
@@ -141,3 +146,55 @@ def test_plt_13_hnsw_index_serves_nearest_neighbours(mem: Mem, db: Any) -> None:
         "EXPLAIN SELECT id FROM memory_records WHERE vector_dims(embedding) = 256 "
         "ORDER BY (embedding::vector(256)) <=> %s::vector(256) LIMIT 10", (query,)).fetchall())
     assert "ix_memory_records_embedding_hnsw_256" in plan, plan
+
+
+def _reembed(database_url: str, secret: str, *extra: str) -> Any:
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    env = {**os.environ, "CORE_DATABASE_URL": plain, "CORE_SECRET": secret}
+    return subprocess.run([sys.executable, "-m", "backend.cli", "memory", "reembed", *extra], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_plt_13_coremem_memory_reembed_gives_failed_records_their_vector(mem: Mem, client: Any, db: Any,
+                                                                         embedding_server: str, settings: Any,
+                                                                         database_url: str) -> None:
+    config = {"provider": "openai_compatible", "model": "tiny-embed", "dimensions": DIMS, "base_url": embedding_server}
+    index_id = make_index(mem.org, config)
+    ok = mem.write(mem.anna(), "Drives an automobile to work", index_id=index_id)
+    broken = [mem.write(mem.anna(), f"FAIL about a vehicle number {n}", index_id=index_id) for n in range(3)]
+    other = make_index(mem.org, config)
+    elsewhere = mem.write(mem.anna(), "FAIL in another index about a puppy", index_id=other)
+
+    def state(record_id: str) -> tuple[Any, ...]:
+        return tuple(db.execute("SELECT embedding IS NOT NULL, updated_at, version, "
+                                "(SELECT count(*) FROM memory_versions v WHERE v.record_id = r.id) "
+                                "FROM memory_records r WHERE id = %s", (record_id,)).fetchone())
+
+    before = {r["id"]: state(r["id"]) for r in broken}
+    assert not any(s[0] for s in before.values())
+
+    # The provider still fails: nothing changes, the command says so and exits 1.
+    failed = _reembed(database_url, settings.secret, "--index", index_id)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert f"{index_id}: 0 embedded, 3 still without a vector (the provider failed" in failed.stdout
+    assert {r["id"]: state(r["id"]) for r in broken} == before
+
+    # The provider answers again: every record of that index gets its vector, in batches, and nothing else
+    # changes (no new version, the decay age stays); the other index was not asked for.
+    ScriptedEmbeddings.failing = "NEVER"
+    done = _reembed(database_url, settings.secret, "--index", index_id, "--batch", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{index_id}: 3 embedded, 0 still without a vector" in done.stdout
+    for record in broken:
+        has_vector, *rest = state(record["id"])
+        assert has_vector and tuple(rest) == before[record["id"]][1:]
+    assert state(elsewhere["id"])[0] is False
+    # The vector is the provider's: "vehicle" and "car" share a concept, so vector search now finds them.
+    assert set(search_ids(mem, client, "car", index_id)) == {ok["id"], *(r["id"] for r in broken)}
+    event = db.execute("SELECT actor_type, actor_id, detail FROM audit_events WHERE action = 'memory.embedded' "
+                       "AND object_id = %s", (index_id,)).fetchall()
+    assert event == [("system", "cli", {"embedded": 3, "left": 0})]
+    again = _reembed(database_url, settings.secret, "--index", index_id)
+    assert again.returncode == 0 and "Every record of every embedding index has its vector." in again.stdout

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import msgspec
 from litestar import Controller, Response, delete, get, patch, post
 from litestar.datastructures import State
+from litestar.di import Provide
 from litestar.enums import MediaType
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import Example
@@ -78,9 +79,30 @@ def _filters(index_id: str | None, type_: list[str] | None, subject: str | None,
                    include_expired=include_expired, include_replaced=include_replaced, q=q or None)
 
 
+async def provide_list_filters(
+    index_id: str | None = None,
+    type_: Annotated[list[str] | None, Parameter(query="type")] = None,
+    subject: Annotated[str | None, Parameter(description="Requests naming nobody and administrators")] = None,
+    shared: Annotated[bool, Parameter(description="Only shared records (nobody's)")] = False,
+    metadata: Annotated[list[str] | None, Parameter(description="`name:value`, repeatable, all must match")] = None,
+    label: Annotated[list[str] | None, Parameter(description="`name:value`, repeatable")] = None,
+    tag: list[str] | None = None,
+    min_confidence: MinConfidence = None,
+    after: Instant | None = None,
+    before: Instant | None = None,
+    include_expired: bool = False,
+    include_replaced: bool = False,
+    q: str | None = None,
+) -> Filters:
+    """The filters of `GET /memory`, shared by the routes that list or count what it lists."""
+    return _filters(index_id, type_, subject, metadata, label, tag, min_confidence, after, before, include_expired,
+                    include_replaced, q, shared=shared)
+
+
 class MemoryController(Controller):
     path = "/memory"
     tags = ["memory"]
+    dependencies = {"list_filters": Provide(provide_list_filters)}
 
     @post("", status_code=201, summary="Write a record (with `key`: update the record of that key in place)",
           responses={200: ResponseSpec(MemoryOut, description="The record of this key was updated (new version)")})
@@ -98,55 +120,20 @@ class MemoryController(Controller):
                               updated=len(created) - sum(created))
 
     @get("", summary="List records the request sees, newest first")
-    async def list_records(
-        self, db: AsyncSession, principal: Principal, state: State,
-        index_id: str | None = None,
-        type_: Annotated[list[str] | None, Parameter(query="type")] = None,
-        subject: Annotated[str | None, Parameter(description="Requests naming nobody and administrators")] = None,
-        shared: Annotated[bool, Parameter(description="Only shared records (nobody's)")] = False,
-        metadata: Annotated[list[str] | None, Parameter(description="`name:value`, repeatable, all must match")] = None,
-        label: Annotated[list[str] | None, Parameter(description="`name:value`, repeatable")] = None,
-        tag: list[str] | None = None,
-        min_confidence: MinConfidence = None,
-        after: Instant | None = None,
-        before: Instant | None = None,
-        include_expired: bool = False,
-        include_replaced: bool = False,
-        q: str | None = None,
-        key_id: KeyId = None,
-        cursor: str | None = None,
-        limit: int | None = None,
-    ) -> MemoryPage:
+    async def list_records(self, db: AsyncSession, principal: Principal, state: State, list_filters: Filters,
+                           key_id: KeyId = None, cursor: str | None = None, limit: int | None = None) -> MemoryPage:
         r = await service.reader(db, principal, state.settings.secret, key_id=key_id)
-        f = _filters(index_id, type_, subject, metadata, label, tag, min_confidence, after, before, include_expired,
-                     include_replaced, q, shared=shared)
+        f = list_filters
         rows, more = await service.list_records(db, r, f, _cursor_id(cursor), page_limit(limit))
         return _page(rows, encode_cursor(rows[-1]["id"]) if more else None)
 
     @get("/stats", summary="Count the records the request sees, per index, type and owner kind",
          description="Takes the filters of `GET /memory` and counts every record that route would list, over all "
                      "its pages. Administrators' counts are audited as `memory.read`.")
-    async def stats(
-        self, db: AsyncSession, principal: Principal, state: State,
-        index_id: str | None = None,
-        type_: Annotated[list[str] | None, Parameter(query="type")] = None,
-        subject: Annotated[str | None, Parameter(description="Requests naming nobody and administrators")] = None,
-        shared: Annotated[bool, Parameter(description="Only shared records (nobody's)")] = False,
-        metadata: Annotated[list[str] | None, Parameter(description="`name:value`, repeatable, all must match")] = None,
-        label: Annotated[list[str] | None, Parameter(description="`name:value`, repeatable")] = None,
-        tag: list[str] | None = None,
-        min_confidence: MinConfidence = None,
-        after: Instant | None = None,
-        before: Instant | None = None,
-        include_expired: bool = False,
-        include_replaced: bool = False,
-        q: str | None = None,
-        key_id: KeyId = None,
-    ) -> MemoryStats:
+    async def stats(self, db: AsyncSession, principal: Principal, state: State, list_filters: Filters,
+                    key_id: KeyId = None) -> MemoryStats:
         r = await service.reader(db, principal, state.settings.secret, key_id=key_id)
-        f = _filters(index_id, type_, subject, metadata, label, tag, min_confidence, after, before, include_expired,
-                     include_replaced, q, shared=shared)
-        return msgspec.convert(await service.stats(db, r, f), MemoryStats)
+        return msgspec.convert(await service.stats(db, r, list_filters), MemoryStats)
 
     @get("/expiring", summary="Records that expire within a window (`within=7d`; units h, d, w)")
     async def expiring(

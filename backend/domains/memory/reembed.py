@@ -1,0 +1,110 @@
+"""Re-embedding (PLT-13): records of an embedding index that were written without a vector get one.
+
+A write embeds its records in the request; when the provider fails, the record is kept without a vector and is
+found by its words only. `coremem memory reembed` gives those records their vector once the provider answers
+again. Each batch is one transaction: its rows are locked (`SKIP LOCKED`, so two runs never embed the same
+record twice), embedded, and written back unless their text changed meanwhile. Only the vector changes: no
+history version, no new `updated_at` (so decay does not restart), no change a reader of the record sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import and_, bindparam, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from backend.db.models import KnowledgeIndex, table_of
+from backend.domains.audit.service import Actor
+from backend.domains.audit.service import record as audit_record
+from backend.domains.memory.repository import R
+from backend.providers.embeddings import EmbeddingError, provider_for
+
+IDX = table_of(KnowledgeIndex)
+BATCH = 256
+CLI_ACTOR = Actor("system", "cli")  # as exports run from the command line
+
+
+@dataclass
+class Outcome:
+    org_id: str
+    index_id: str
+    embedded: int = 0
+    left: int = 0  # still without a vector after this run
+    error: str | None = None  # what the provider said when it failed
+
+
+async def pending(db: AsyncSession, org_id: str | None = None,
+                  index_id: str | None = None) -> list[dict[str, Any]]:
+    """Embedding indexes with records lacking a vector: org_id, id, embedding (the setting) and `missing`."""
+    missing = func.count(R.c.id).label("missing")
+    query = (select(IDX.c.org_id, IDX.c.id, IDX.c.embedding, missing)
+             .join(R, and_(R.c.org_id == IDX.c.org_id, R.c.index_id == IDX.c.id))
+             .where(IDX.c.embedding.is_not(None), R.c.embedding.is_(None))
+             .group_by(IDX.c.org_id, IDX.c.id, IDX.c.embedding).order_by(IDX.c.org_id, IDX.c.id))
+    if org_id is not None:
+        query = query.where(IDX.c.org_id == org_id)
+    if index_id is not None:
+        query = query.where(IDX.c.id == index_id)
+    return [dict(r._mapping) for r in (await db.execute(query)).all()]
+
+
+async def embed_batch(db: AsyncSession, index: Mapping[str, Any], after_id: str, batch: int = BATCH
+                      ) -> tuple[int, str | None, str | None]:
+    """Embed up to `batch` records of the index without a vector, ids above `after_id`, in this transaction.
+
+    Returns (records embedded, the last id read or None when there was none left, the provider's error)."""
+    rows = (await db.execute(
+        select(R.c.id, R.c.text).where(R.c.org_id == index["org_id"], R.c.index_id == index["id"],
+                                       R.c.embedding.is_(None), R.c.id > after_id)
+        .order_by(R.c.id).limit(batch).with_for_update(skip_locked=True))).all()
+    if not rows:
+        return 0, None, None
+    provider = provider_for(index["embedding"])
+    assert provider is not None  # `pending` lists embedding indexes only
+    try:
+        vectors = await provider.embed([r.text for r in rows])
+    except EmbeddingError as exc:
+        return 0, rows[-1].id, str(exc)
+    statement = (update(R).where(R.c.org_id == index["org_id"], R.c.id == bindparam("record_id"),
+                                 R.c.text == bindparam("seen_text"), R.c.embedding.is_(None))
+                 .values(embedding=bindparam("vector", type_=Vector())))
+    result = await db.execute(statement, [{"record_id": r.id, "seen_text": r.text, "vector": v}
+                                          for r, v in zip(rows, vectors, strict=True)])
+    return int(result.rowcount or 0), rows[-1].id, None  # type: ignore[attr-defined]
+
+
+async def run(sessions: async_sessionmaker[AsyncSession], secret: str, *, org_id: str | None = None,
+              index_id: str | None = None, batch: int = BATCH,
+              advance: Callable[[int], None] | None = None) -> list[Outcome]:
+    """Every pending index, batch by batch; an index whose provider fails is left after its first failure (the
+    next run tries again). Each index that got vectors records one `memory.embedded` audit event."""
+    async with sessions() as db:
+        indexes = await pending(db, org_id, index_id)
+    outcomes = []
+    for index in indexes:
+        outcome = Outcome(index["org_id"], index["id"])
+        after = ""
+        while True:
+            async with sessions() as db, db.begin():
+                done, last, error = await embed_batch(db, index, after, batch)
+            outcome.embedded += done
+            if advance is not None:
+                advance(done)
+            if error is not None:
+                outcome.error = error
+                break
+            if last is None:
+                break
+            after = last
+        async with sessions() as db, db.begin():
+            outcome.left = next((p["missing"] for p in await pending(db, index["org_id"], index["id"])), 0)
+            if outcome.embedded:
+                await audit_record(db, org_id=outcome.org_id, actor=CLI_ACTOR, action="memory.embedded",
+                                   secret=secret, object_type="index", object_id=outcome.index_id,
+                                   detail={"embedded": outcome.embedded, "left": outcome.left})
+        outcomes.append(outcome)
+    return outcomes
