@@ -134,11 +134,13 @@ def run_export(url: str, org_id: str, kind: str, fmt: str, out: str, *, records:
 
     async def go() -> int:
         engine = make_engine(url, pool_size=2)
+        blocks = None
         try:
             sessions = make_sessionmaker(engine)
             async with sessions() as db, db.begin():
                 export = await service.for_org(db, org_id, kind, records=records, items=items)
-                total = await service.audit_cli(db, export, secret, fmt)
+                blocks = await service.start(sessions, export, block_bytes or service.BLOCK_BYTES)
+                total = await service.audit_cli(db, export, secret, fmt, blocks.count or 0)
             written = 0
             bar = _progress(total) if progress else None
 
@@ -151,8 +153,7 @@ def run_export(url: str, org_id: str, kind: str, fmt: str, out: str, *, records:
             tmp = out + ".part"
             try:
                 with open(tmp, "wb") as sink:
-                    async for chunk in service.encoded(sessions, export, service.check_format(fmt),
-                                                       block_bytes or service.BLOCK_BYTES, advance):
+                    async for chunk in service.encoded(export, blocks, service.check_format(fmt), advance):
                         sink.write(chunk)
                 os.replace(tmp, out)
             finally:
@@ -162,6 +163,8 @@ def run_export(url: str, org_id: str, kind: str, fmt: str, out: str, *, records:
                     os.remove(tmp)
             return written
         finally:
+            if blocks is not None:
+                blocks.abort()  # closes the COPY's connection if the file was not written; else a no-op
             await engine.dispose()
 
     try:

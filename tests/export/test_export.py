@@ -346,3 +346,37 @@ def test_exp_1_stream_stopped_early_ends_its_copy(mem, seeded, database_url):
     idle.open()
     idle.abort()
     assert idle._conn.closed and idle.read() is None
+
+
+def test_exp_2_the_audited_count_is_exactly_the_files_rows_despite_writes_in_between(mem, seeded, database_url,
+                                                                                     settings, db):
+    """The rows are counted in the snapshot they are read from: a record written after the audit event and
+    before the first byte is in neither the count nor the file (it was the known gap of stop 8)."""
+    import asyncio
+
+    from backend.access import principal as principal_mod
+    from backend.domains.exports import service
+    from backend.domains.memory.repository import Filters
+    from tests.helpers import in_transaction
+
+    async def begin_export(session: Any) -> Any:
+        from backend.db.engine import make_engine, make_sessionmaker
+
+        principal = await principal_mod.resolve(session, secret=settings.secret,
+                                                authorization=f"Bearer {mem.key}", subject_header=None,
+                                                org_header=None)
+        rows_engine = make_engine(database_url, pool_size=1)  # only its URL and dialect are used
+        return await service.for_request(session, make_sessionmaker(rows_engine), principal, settings.secret,
+                                         Filters(index_id=mem.index_id), "ndjson")
+
+    export, rows = in_transaction(database_url, begin_export)
+    late = mem.write(mem.nobody, "Written after the count, before the first byte", type="note")
+
+    async def drain() -> bytes:
+        return b"".join([chunk async for chunk in service.encoded(export, rows, "ndjson")])
+
+    frame = read(asyncio.run(drain()), "ndjson")
+    event = db.execute("SELECT detail FROM audit_events WHERE action = 'memory.export' ORDER BY seq DESC LIMIT 1"
+                       ).fetchone()[0]
+    assert event["route"] == "GET /memory/export" and event["count"] == len(seeded) == frame.height
+    assert late["id"] not in frame["id"].to_list()

@@ -45,7 +45,8 @@ class ExportController(Controller):
         chosen = service.check_format(fmt)
         f = _filters(index_id, type_, subject, metadata, label, tag, min_confidence, since, until, include_expired,
                      include_replaced, q, shared=shared)
-        export = await service.for_request(db, principal, state.settings.secret, f, chosen, key_id=key_id)
+        export, rows = await service.for_request(db, state.sessionmaker, principal, state.settings.secret, f, chosen,
+                                                 key_id=key_id)
         name = service.filename(export, chosen, datetime.now(UTC))
-        return Stream(service.encoded(state.sessionmaker, export, chosen), media_type=formats.MEDIA_TYPES[chosen],
+        return Stream(service.encoded(export, rows, chosen), media_type=formats.MEDIA_TYPES[chosen],
                       headers={"Content-Disposition": f'attachment; filename="{name}"'})

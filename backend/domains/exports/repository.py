@@ -15,7 +15,6 @@ from typing import Any
 from sqlalchemy import BigInteger, ColumnElement, Text, cast, func, select
 from sqlalchemy.dialects.postgresql import TIMESTAMP
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
 from backend.domains.memory.repository import Filters, R, filter_clauses, readable, record_columns
@@ -71,9 +70,9 @@ def record_rows(scope: Scope, half_lives: Mapping[str, float], f: Filters) -> An
     return _record_select(scope, half_lives, f)
 
 
-async def count_records(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters) -> int:
-    where = [*readable(scope), *filter_clauses(f, half_lives)]
-    return int((await db.execute(select(func.count()).select_from(R).where(*where))).scalar_one())
+def record_count(scope: Scope, half_lives: Mapping[str, float], f: Filters) -> Any:
+    """How many rows `record_rows` gives."""
+    return select(func.count()).select_from(R).where(*readable(scope), *filter_clauses(f, half_lives))
 
 
 def _item_where(scope: Scope, thread_id: str | None, subject: str | None, since: datetime | None,
@@ -101,10 +100,10 @@ def item_rows(scope: Scope, thread_id: str | None, subject: str | None, since: d
             .order_by(I.c.thread_id, I.c.position))
 
 
-async def count_items(db: AsyncSession, scope: Scope, thread_id: str | None, subject: str | None,
-                      since: datetime | None, until: datetime | None) -> int:
-    query = select(func.count()).select_from(I).where(*_item_where(scope, thread_id, subject, since, until))
-    return int((await db.execute(query)).scalar_one())
+def item_count(scope: Scope, thread_id: str | None, subject: str | None, since: datetime | None,
+               until: datetime | None) -> Any:
+    """How many rows `item_rows` gives."""
+    return select(func.count()).select_from(I).where(*_item_where(scope, thread_id, subject, since, until))
 
 
 def _row_end(block: bytearray | bytes, end: int) -> int:
@@ -123,16 +122,24 @@ class CsvBlocks:
     """`COPY (query) TO STDOUT` as CSV, handed over in blocks of whole rows of about `block_bytes`.
 
     The COPY runs on a psycopg connection of its own, not async, in a read-only REPEATABLE READ transaction
-    (one snapshot per file). Its methods block: call them from a worker thread, one at a time. The async
+    (one snapshot per file); with `count_query`, `open` first counts the rows in that same snapshot, so `count`
+    is exactly the number of rows the COPY hands over. Its methods block: call them from a worker thread, one at
+    a time. The async
     interface takes one await per row (PostgreSQL sends one CopyData message per row), which made reading the
     stream alone about 1.6 times slower than COPY itself; a blocking read in a thread runs at COPY's rate
     while the event loop and the encoder go on.
     """
 
-    def __init__(self, conninfo: str, dialect: Dialect, query: Any, block_bytes: int) -> None:
+    def __init__(self, conninfo: str, dialect: Dialect, query: Any, block_bytes: int,
+                 count_query: Any | None = None) -> None:
         compiled = query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
         self._statement = f"COPY ({compiled.string}) TO STDOUT WITH (FORMAT csv)"
         self._params = compiled.params
+        self._count: tuple[str, Any] | None = None
+        if count_query is not None:
+            counting = count_query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+            self._count = (counting.string, counting.params)
+        self.count: int | None = None  # set by `open` when a count query was given
         self._conninfo = conninfo
         self._block_bytes = block_bytes
         self._conn: Any = None
@@ -156,6 +163,9 @@ class CsvBlocks:
                 # COPY takes no server-side parameters: psycopg's client-side cursor quotes them into the statement.
                 cursor = psycopg.ClientCursor(self._conn)
                 cursor.adapters.register_dumper(dict, JsonbDumper)  # the JSONB filters (metadata=k:v, label=k:v)
+                if self._count is not None:  # the first statement: it takes the snapshot the COPY reads too
+                    row = cursor.execute(*self._count).fetchone()
+                    self.count = int(row[0]) if row else 0
                 # Keep the context manager: once collected, its generator would end (and cancel) the COPY.
                 self._copying = cursor.copy(self._statement, self._params)
                 self._copy = self._copying.__enter__()

@@ -6,9 +6,9 @@ that into bytes (a Parquet row group, CSV or NDJSON lines). The COPY is read on 
 of its own in a worker thread (`repo.CsvBlocks`), since psycopg's async COPY takes one await per row. Memory
 holds at most three blocks, whatever the row count.
 
-The audit event (`memory.export`, `thread_items.export`) is written and committed before the first byte
-leaves, with the number of rows that matched then; the rows themselves are read right after, on that
-connection of their own, from one read-only REPEATABLE READ snapshot (docs/decisions.md).
+The rows are read on that connection of their own from one read-only REPEATABLE READ snapshot, which first
+counts them; the audit event (`memory.export`, `thread_items.export`) carries that count and is committed
+before the first byte leaves, so the file holds exactly the rows the event counts (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -68,11 +68,11 @@ class Export:
         i = self.items
         return repo.item_rows(self.scope, i.thread_id, i.subject, i.since, i.until)
 
-    async def count(self, db: AsyncSession) -> int:
+    def count(self) -> Any:
         if self.kind == "records":
-            return await repo.count_records(db, self.scope, self.half_lives, self.records)
+            return repo.record_count(self.scope, self.half_lives, self.records)
         i = self.items
-        return await repo.count_items(db, self.scope, i.thread_id, i.subject, i.since, i.until)
+        return repo.item_count(self.scope, i.thread_id, i.subject, i.since, i.until)
 
 
 def check_format(fmt: str) -> formats.Format:
@@ -84,16 +84,24 @@ def check_format(fmt: str) -> formats.Format:
 
 # ---------------------------------------------------------------- who exports
 
-async def for_request(db: AsyncSession, principal: Principal, secret: str, f: Filters, fmt: str,
-                      key_id: str | None = None) -> Export:
-    """EXP-2: administrators or keys with `management` (a subject token: 403); the view is `GET /memory`'s."""
+async def for_request(db: AsyncSession, sessions: async_sessionmaker[AsyncSession], principal: Principal,
+                      secret: str, f: Filters, fmt: str, key_id: str | None = None) -> tuple[Export, repo.CsvBlocks]:
+    """EXP-2: administrators or keys with `management` (a subject token: 403); the view is `GET /memory`'s.
+
+    Returns the export and its rows, already counted in the snapshot they are read from; the audit event
+    (written in `db`, the request's transaction) carries that count."""
     principal.require_management()
     r = await memory.reader(db, principal, secret, key_id=key_id)
     await memory.check_filters(db, r, f)
     export = Export("records", r.scope, r.half_lives, f)
-    filters = memory.describe_filters(r, f)
-    await _audit(db, export, principal.actor, secret, fmt, filters, "GET /memory/export")
-    return export
+    blocks = await start(sessions, export)
+    try:
+        await _audit(db, export, principal.actor, secret, fmt, memory.describe_filters(r, f), "GET /memory/export",
+                     blocks.count or 0)
+    except BaseException:
+        blocks.abort()
+        raise
+    return export, blocks
 
 
 async def for_org(db: AsyncSession, org_id: str, kind: str, *, records: Filters | None = None,
@@ -108,7 +116,7 @@ async def for_org(db: AsyncSession, org_id: str, kind: str, *, records: Filters 
     return Export(kind, scope, decay.half_lives(org, None), f, items or ItemFilters())
 
 
-async def audit_cli(db: AsyncSession, export: Export, secret: str, fmt: str) -> int:
+async def audit_cli(db: AsyncSession, export: Export, secret: str, fmt: str, count: int) -> int:
     if export.kind == "records":
         f = export.records
         filters: dict[str, Any] = {
@@ -121,13 +129,12 @@ async def audit_cli(db: AsyncSession, export: Export, secret: str, fmt: str) -> 
         filters = {"thread_id": i.thread_id, "subject_hash": audit.subject_hash(secret, export.scope.org_id, i.subject),
                    "since": i.since.isoformat() if i.since else None, "until": i.until.isoformat() if i.until else None}
     return await _audit(db, export, CLI_ACTOR, secret, fmt, {k: v for k, v in filters.items() if v is not None},
-                        f"coremem export {export.kind.replace('_', '-')}")
+                        f"coremem export {export.kind.replace('_', '-')}", count)
 
 
 async def _audit(db: AsyncSession, export: Export, actor: Actor, secret: str, fmt: str, filters: dict[str, Any],
-                 route: str) -> int:
+                 route: str, count: int) -> int:
     """PLT-2: an export is a read of many records; the event names the filters and the row count, no ids."""
-    count = await export.count(db)
     action = "memory.export" if export.kind == "records" else "thread_items.export"
     object_type = "memory_record" if export.kind == "records" else "thread_item"
     await audit.record(db, org_id=export.scope.org_id, actor=actor, action=action, secret=secret,
@@ -154,22 +161,27 @@ def _forget(future: asyncio.Future[Any]) -> None:
     future.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
-async def encoded(sessions: async_sessionmaker[AsyncSession], export: Export, fmt: formats.Format,
-                  block_bytes: int = BLOCK_BYTES, progress: Callable[[int], None] | None = None,
-                  ) -> AsyncIterator[bytes]:
-    """The file's bytes, block by block, read in a transaction of its own (the request's has committed).
+async def start(sessions: async_sessionmaker[AsyncSession], export: Export,
+                block_bytes: int = BLOCK_BYTES) -> repo.CsvBlocks:
+    """Open the export's rows on a connection of its own: count them, then start the COPY, in one snapshot."""
+    conninfo, dialect = _conninfo(sessions)
+    blocks = repo.CsvBlocks(conninfo, dialect, export.rows(), block_bytes, count_query=export.count())
+    await asyncio.to_thread(blocks.open)
+    return blocks
+
+
+async def encoded(export: Export, blocks: repo.CsvBlocks, fmt: formats.Format,
+                  progress: Callable[[int], None] | None = None) -> AsyncIterator[bytes]:
+    """The file's bytes, block by block, from the rows `start` opened (the request's transaction has committed).
 
     Three things run at once: a worker thread reads block N+1 from PostgreSQL (`repo.CsvBlocks`, a blocking
     connection), another parses and encodes block N (polars and pyarrow release the GIL), and the event loop
     hands over the bytes of block N-1. At most three blocks are held, whatever the row count.
     """
     writer = formats.Writer(fmt, export.schema)
-    conninfo, dialect = _conninfo(sessions)
-    blocks = repo.CsvBlocks(conninfo, dialect, export.rows(), block_bytes)
     reading: asyncio.Future[bytes | None] | None = None
     running: asyncio.Future[tuple[bytes, int]] | None = None
     try:
-        await asyncio.to_thread(blocks.open)
         reading = asyncio.ensure_future(asyncio.to_thread(blocks.read))
         while reading is not None:
             block = await reading
