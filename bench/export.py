@@ -148,7 +148,7 @@ def copy_baseline(url: str, org_id: str) -> dict[str, Any]:
     from backend.domains.memory.repository import Filters
 
     scope = Scope(org_id, Requester(None, {}), None, (), unrestricted=True)
-    query = repository.record_rows(scope, {}, Filters(), False)
+    query = repository.record_rows(scope, {}, Filters())
     sql = str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
     with psycopg.connect(plain(url)) as conn, conn.cursor() as cur:
         started = time.perf_counter()
