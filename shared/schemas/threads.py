@@ -106,22 +106,22 @@ Items = Annotated[list[ItemIn], msgspec.Meta(max_length=MAX_ITEMS_PER_REQUEST)]
 
 # ---------------------------------------------------------------- items as stored
 
-class MessageOut(Model, tag_field="type", tag="message"):
+class StoredItem(Model):
+    """What every stored item has, before its type's own fields (THR-3)."""
+
     id: str
     position: int
     response_id: str | None
     subject: str | None
     created_at: datetime
+
+
+class MessageOut(StoredItem, tag_field="type", tag="message"):
     role: Role
     content: str | list[ContentPart]
 
 
-class FunctionCallOut(Model, tag_field="type", tag="function_call"):
-    id: str
-    position: int
-    response_id: str | None
-    subject: str | None
-    created_at: datetime
+class FunctionCallOut(StoredItem, tag_field="type", tag="function_call"):
     call_id: str
     name: str
     arguments: str
@@ -129,12 +129,7 @@ class FunctionCallOut(Model, tag_field="type", tag="function_call"):
     status: str
 
 
-class FunctionCallOutputOut(Model, tag_field="type", tag="function_call_output"):
-    id: str
-    position: int
-    response_id: str | None
-    subject: str | None
-    created_at: datetime
+class FunctionCallOutputOut(StoredItem, tag_field="type", tag="function_call_output"):
     call_id: str
     output: str
     name: str | None
@@ -143,23 +138,13 @@ class FunctionCallOutputOut(Model, tag_field="type", tag="function_call_output")
     citations: list[JSONObject]
 
 
-class ReasoningOut(Model, tag_field="type", tag="reasoning"):
-    id: str
-    position: int
-    response_id: str | None
-    subject: str | None
-    created_at: datetime
+class ReasoningOut(StoredItem, tag_field="type", tag="reasoning"):
     summary: list[SummaryText]
     content: list[ReasoningText] | None
     encrypted_content: str | None
 
 
-class RefusalOut(Model, tag_field="type", tag="refusal"):
-    id: str
-    position: int
-    response_id: str | None
-    subject: str | None
-    created_at: datetime
+class RefusalOut(StoredItem, tag_field="type", tag="refusal"):
     refusal: str
 
 

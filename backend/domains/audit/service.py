@@ -23,6 +23,8 @@ class Actor:
     id: str | None
 
 
+CLI_ACTOR = Actor("system", "cli")  # work an operator runs with the `coremem` command (exports, re-embedding)
+
 def subject_hash(secret: str, org_id: str, subject_id: str | None) -> str | None:
     """A keyed hash of a person's id, so the trail never holds a readable name (and survives erasure)."""
     if subject_id is None:

@@ -27,7 +27,7 @@ from backend.access.policy import Requester
 from backend.access.principal import Principal
 from backend.access.scope import Scope
 from backend.domains.audit import service as audit
-from backend.domains.audit.service import Actor
+from backend.domains.audit.service import CLI_ACTOR, Actor
 from backend.domains.exports import formats
 from backend.domains.exports import repository as repo
 from backend.domains.memory import decay
@@ -37,7 +37,6 @@ from backend.domains.orgs import repository as orgs_repo
 from backend.errors import NotFound, ValidationFailed
 
 BLOCK_BYTES = 16 * 2**20
-CLI_ACTOR = Actor("system", "cli")
 
 
 @dataclass(frozen=True)

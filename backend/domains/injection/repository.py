@@ -180,6 +180,11 @@ def _reachable(scope: Scope, section: str, person: str | None) -> list[ColumnEle
         owner = literal(person)
     if owner is None:
         return readable(scope)
+    return _readable_as(scope, owner)
+
+
+def _readable_as(scope: Scope, owner: Any) -> list[ColumnElement[bool]]:
+    """`readable(scope)` for rows whose owner the caller's WHERE fixes to `owner` (a constant)."""
     return [R.c.org_id == scope.org_id, scope.index_clause(R.c.index_id),
             scope.visible("memory_record", "see", owner, R.c.labels)]
 
@@ -213,9 +218,8 @@ def _commitments_of_person(scope: Scope, half_lives: Mapping[str, float], sel: S
     order = _order("commitments", half_lives, sel, ranking, relevance)
     branches = []
     for owner, owner_is in ((literal(sel.person), R.c.subject == sel.person), (null(), R.c.subject.is_(None))):
-        where = [R.c.org_id == scope.org_id, scope.index_clause(R.c.index_id),
-                 scope.visible("memory_record", "see", owner, R.c.labels), R.c.index_id == sel.index_id, ACTIVE,
-                 unexpired(sel.at), owner_is, _section_kind("commitments"), *_filters(sel, half_lives)]
+        where = [*_readable_as(scope, owner), R.c.index_id == sel.index_id, ACTIVE, unexpired(sel.at), owner_is,
+                 _section_kind("commitments"), *_filters(sel, half_lives)]
         branch = (select(*_columns(half_lives, sel, relevance), COMMITMENT_DUE.label("due"))
                   .where(*where).order_by(*order).limit(bound).subquery())
         branches.append(select(branch))

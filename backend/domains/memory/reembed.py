@@ -18,14 +18,13 @@ from sqlalchemy import and_, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.db.models import KnowledgeIndex, table_of
-from backend.domains.audit.service import Actor
+from backend.domains.audit.service import CLI_ACTOR
 from backend.domains.audit.service import record as audit_record
 from backend.domains.memory.repository import R
 from backend.providers.embeddings import EmbeddingError, provider_for
 
 IDX = table_of(KnowledgeIndex)
 BATCH = 256
-CLI_ACTOR = Actor("system", "cli")  # as exports run from the command line
 
 
 @dataclass
