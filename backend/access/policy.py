@@ -276,11 +276,19 @@ def permits_every_row(rules: Sequence[Rule], kind: str, action: str, who: Reques
 
 # ---------------------------------------------------------------- the same decision, in SQL
 
+# Every test below is two-valued (TRUE or FALSE, never NULL), as `decide` is. Under a deny rule's NOT, a NULL
+# would read as "hidden": `owner = 'bob'` is NULL on a shared row, so a rule denying Bob's rows hid every shared
+# one. `x IS NOT NULL AND x = v` is FALSE there and still lets the planner use an index on `x = v`.
+
+def _equals(column: Any, value: Any) -> ColumnElement[bool]:
+    return and_(column.is_not(None), column == value)
+
+
 def _has_label_value(labels_col: Any, name: str, value: str) -> ColumnElement[bool]:
     # A label holds a string or a list of strings; jsonb containment covers both and can use a GIN index.
     as_string = labels_col.op("@>")(func.jsonb_build_object(literal(name), literal(value)))
     as_list = labels_col.op("@>")(func.jsonb_build_object(literal(name), func.jsonb_build_array(literal(value))))
-    return or_(as_string, as_list)
+    return and_(labels_col.is_not(None), or_(as_string, as_list))
 
 
 def _label_absent(labels_col: Any, name: str) -> ColumnElement[bool]:
@@ -293,7 +301,7 @@ def _match_sql(rule: Rule, owner_col: Any, labels_col: Any) -> ColumnElement[boo
         options: list[ColumnElement[bool]] = []
         for value in wanted:
             if name == SUBJECT_LABEL:
-                options.append(owner_col.is_(None) if value == "" else owner_col == literal(value))
+                options.append(owner_col.is_(None) if value == "" else _equals(owner_col, literal(value)))
             else:
                 options.append(_label_absent(labels_col, name) if value == "" else
                                _has_label_value(labels_col, name, value))
@@ -307,7 +315,7 @@ def _atom_sql(atom: Atom, who: Requester, owner_col: Any, labels_col: Any) -> Co
     if who.subject_id is None:
         return false()
     if atom.atom == "subject_is_owner":
-        return owner_col == literal(who.subject_id)
+        return _equals(owner_col, literal(who.subject_id))
     if atom.atom == "label_is_subject":
         return _has_label_value(labels_col, atom.label or "", who.subject_id)
     if atom.atom == "label_among":

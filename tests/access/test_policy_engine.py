@@ -80,6 +80,33 @@ CASES: list[tuple[str, list[dict[str, Any]], str, str, Requester, set[str]]] = [
      set()),
     ("a personal label never shares a record", DEFAULT, "memory_record", "see", PAYROLL_ANNA,
      {"anna-own", "shared", "shared-payroll", "shared-sales", "anna-labelled-payroll"}),
+    # Deny rules are negated in SQL: a test that is NULL on a shared row (owner NULL) must still read as
+    # "does not match", or NOT(...) hides every shared row.
+    ("deny naming an owner keeps shared rows (person)", [*DEFAULT, rule("deny", match={"labels": {"subject": "bob"}})],
+     "memory_record", "see", ANNA, {"anna-own", "shared", "shared-payroll", "shared-sales", "anna-labelled-payroll"}),
+    ("deny naming an owner keeps shared rows (nobody)",
+     [*DEFAULT, rule("deny", match={"labels": {"subject": "bob"}})], "memory_record", "see", NOBODY,
+     {"anna-own", "shared", "shared-payroll", "shared-sales", "anna-labelled-payroll"}),
+    ("deny naming owners or shared", [*DEFAULT, rule("deny", match={"labels": {"subject": ["bob", ""]}})],
+     "memory_record", "see", NOBODY, {"anna-own", "anna-labelled-payroll"}),
+    ("deny subject_is_owner keeps shared rows", [*DEFAULT, rule("deny", when=[{"atom": "subject_is_owner"}])],
+     "memory_record", "see", ANNA, {"shared", "shared-payroll", "shared-sales"}),
+    ("deny subject_is_owner never matches for nobody",
+     [*DEFAULT, rule("deny", when=[{"atom": "subject_is_owner"}])], "memory_record", "see", NOBODY,
+     {o[0] for o in OBJECTS}),
+    ("deny on a missing label", [*DEFAULT, rule("deny", match={"labels": {"department": ""}})],
+     "memory_record", "see", NOBODY, {"shared-payroll", "shared-sales", "anna-labelled-payroll"}),
+    ("deny on a label rows lack", [*DEFAULT, rule("deny", match={"labels": {"department": "payroll"}})],
+     "memory_record", "see", NOBODY, {"anna-own", "bob-own", "shared", "shared-sales", "bob-with-anna-participant"}),
+    ("deny label_is_subject on rows without the label",
+     [*DEFAULT, rule("deny", when=[{"atom": "label_is_subject", "label": "participants"}])],
+     "memory_record", "see", ANNA, {"anna-own", "shared", "shared-payroll", "shared-sales", "anna-labelled-payroll"}),
+    ("deny label_among on shared and personal rows",
+     [*DEFAULT, rule("deny", when=[{"atom": "label_among", "label": "department", "attribute": "department"}])],
+     "memory_record", "see", PAYROLL_ANNA, {"anna-own", "shared", "shared-sales"}),
+    ("deny an owner and a label together", [*DEFAULT, rule("deny", match={"labels": {"subject": "anna",
+                                                                                    "department": "payroll"}})],
+     "memory_record", "see", ANNA, {"anna-own", "shared", "shared-payroll", "shared-sales"}),
 ]
 
 
@@ -99,6 +126,9 @@ def _sql_visible(engine: Any, rules: Any, kind: str, action: str, who: Requester
                          {"n": name, "o": owner, "l": __import__("json").dumps(labels)})
         clause = visible_clause(rules, kind, action, who, objs.c.owner, objs.c.labels)
         found = {row[0] for row in conn.execute(select(objs.c.name).where(clause))}
+        # Two-valued on every row: a NULL would turn into "hidden" under a NOT, whatever Python decides.
+        unknown = {row[0] for row in conn.execute(select(objs.c.name).where(clause.is_(None)))}
+        assert unknown == set()
         conn.rollback()
     return found
 
