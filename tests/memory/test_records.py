@@ -86,6 +86,28 @@ def test_mem_4_key_upsert_in_one_batch_never_duplicates(mem: Mem, client: Any, d
                       (mem.index_id,)).fetchone() == ("version 4", 5)
 
 
+def test_plt_8_key_upsert_is_judged_on_the_record_as_it_will_be_written(mem: Mem, client: Any, db: Any) -> None:
+    """A keyed write that sends no labels keeps the record's labels, so `memory_write` is judged on those, not on
+    an empty label set; a keyed write that sends labels is judged on the labels it sends."""
+    from tests.helpers import bearer
+
+    payroll_only = mem.org.make_key(policy={"indexes": ["*"], "rules": [
+        {"id": "w", "effect": "permit", "kind": "memory_write", "match": {"labels": {"department": "payroll"}}},
+        {"id": "all", "effect": "permit", "kind": "memory_record"}]})["secret"]
+    body = {"index_id": mem.index_id, "type": "fact", "key": "payday", "text": "Salaries on the 25th."}
+    first = client.post("/memory", json={**body, "labels": {"department": "payroll"}}, headers=bearer(payroll_only))
+    assert first.status_code == 201, first.text
+    unlabelled = client.post("/memory", json={**body, "text": "Salaries on the 24th."}, headers=bearer(payroll_only))
+    assert unlabelled.status_code == 200, unlabelled.text
+    assert unlabelled.json()["labels"] == {"department": "payroll"} and unlabelled.json()["version"] == 2
+    relabelled = client.post("/memory", json={**body, "labels": {"department": "sales"}}, headers=bearer(payroll_only))
+    assert_error(relabelled, 403, code="policy_denied")
+    fresh = client.post("/memory", json={**body, "key": "other"}, headers=bearer(payroll_only))
+    assert_error(fresh, 403, code="policy_denied")  # a new keyed record without labels: no rule permits it
+    assert db.execute("SELECT text, labels->>'department' FROM memory_records WHERE index_id = %s",
+                      (mem.index_id,)).fetchall() == [("Salaries on the 24th.", "payroll")]
+
+
 def test_mem_4_unknown_or_unnamed_index_is_404_and_episode_is_422(mem: Mem, client: Any, db: Any) -> None:
     absent = client.post("/memory", json={"index_id": "idx_nope", "type": "fact", "text": "x"}, headers=mem.anna())
     assert_error(absent, 404, param="index_id")

@@ -265,8 +265,9 @@ async def write(db: AsyncSession, r: Reader, items: list[Prepared], *, started_a
     """
     seen: set[str] = set()
     for i, item in enumerate(items):
-        check_write(r, item.values["subject"], item.values["labels"],
-                    detail={"index_id": item.values["index_id"], "type": item.values["type"], "position": i})
+        if item.values["key"] is None:  # a keyed write is judged once its record's current labels are known
+            check_write(r, item.values["subject"], item.values["labels"],
+                        detail={"index_id": item.values["index_id"], "type": item.values["type"], "position": i})
         await check_not_erased(db, r, item.values["subject"], started_at, seen)
     by_index: dict[str, list[int]] = {}
     for i, item in enumerate(items):
@@ -300,9 +301,10 @@ async def _upsert_keyed(db: AsyncSession, r: Reader, item: Prepared) -> tuple[st
         existing = await repo.find_by_key(db, r.org_id, v["index_id"], v["subject"], v["type"], v["key"])
         if existing is not None:
             check_change(r, existing, "write")
-            if "labels" not in item.given:  # the record keeps its labels: judge the write on those
-                check_write(r, existing["subject"], existing["labels"], object_id=existing["id"],
-                            detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
+            # The record as it will be written: the labels sent, else the ones it keeps (PLT-8).
+            labels = v["labels"] if "labels" in item.given else existing["labels"]
+            check_write(r, existing["subject"], labels, object_id=existing["id"],
+                        detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
             changes = {"text": v["text"], "norm_hash": v["norm_hash"], "source": v["source"]}
             changes.update({name: v[name] for name in item.given})
             if item.index.get("embedding"):
@@ -311,6 +313,7 @@ async def _upsert_keyed(db: AsyncSession, r: Reader, item: Prepared) -> tuple[st
             await repo.snapshot_versions(db, r.org_id, [existing["id"]], action="updated", actor_type=actor.type,
                                          actor_id=actor.id)
             return existing["id"], False
+        check_write(r, v["subject"], v["labels"], detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
         record_id = new_id("mem")
         if await repo.insert_keyed(db, {**v, "id": record_id, "embedding": item.vector}):
             await repo.snapshot_versions(db, r.org_id, [record_id], action="created", actor_type=actor.type,
