@@ -265,8 +265,8 @@ def audit_filter(*, start: date | None, end: date | None, tz: str, actor_type: s
 LEFT_OUT_SCHEMA: dict[str, Any] = {"id": pl.String, "section": pl.String, "type": pl.String, "reason": pl.String}
 
 
-def preview_body(*, person: str, attributes_json: str, nobody: bool, key_id: str | None, turn_input: str
-                 ) -> PreviewIn:
+def preview_body(*, person: str, attributes_json: str, nobody: bool, key_id: str | None, turn_input: str,
+                 store_override: bool = False) -> PreviewIn:
     """The previewer's form as the API's request; bad attributes are refused in words before any call."""
     subject = None
     if not nobody:
@@ -280,7 +280,7 @@ def preview_body(*, person: str, attributes_json: str, nobody: bool, key_id: str
                 isinstance(v, list) and all(isinstance(x, str) for x in v) for v in attributes.values()):
             raise ValueError("Attributes map a name to a list of strings, such as {\"department\": [\"payroll\"]}.")
         subject = PreviewSubject(id=person.strip(), attributes=attributes)
-    return PreviewIn(subject=subject, key_id=key_id or None, input=turn_input or None)
+    return PreviewIn(subject=subject, key_id=key_id or None, input=turn_input or None, store_override=store_override)
 
 
 def run_preview(client: CoreClient, index_id: str, body: PreviewIn) -> PreviewOut:

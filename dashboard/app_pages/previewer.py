@@ -27,7 +27,7 @@ with st.form("preview_form", border=True):
     store_names = dict(zip(stores["id"].to_list(), stores["name"].to_list(), strict=True))
     index_id = top[0].selectbox("Store", list(store_names), format_func=lambda i: f"{store_names[i]} ({i})",
                                 key="preview_store")
-    key_names = {"": "none: default policy and block"} | dict(
+    key_names = {"": "none: this store's default block"} | dict(
         zip(keys["id"].to_list(), keys["name"].to_list(), strict=True))
     key_id = top[1].selectbox("Key", list(key_names), format_func=lambda k: key_names[k] if not k else
                               f"{key_names[k]} ({k})", key="preview_key",
@@ -39,6 +39,9 @@ with st.form("preview_form", border=True):
     nobody = who[2].checkbox("Nobody", key="preview_nobody", help="A turn that names no person.")
     turn_input = st.text_area("What the turn is about", key="preview_input", height=80,
                               help="Ranks records by relevance when the store's rank is relevance or blend.")
+    override = st.checkbox("Use this store", key="preview_override",
+                           help="Apply the key's block (or the default one) to this store, even where the key's turns "
+                                "inject nothing or inject from another store.")
     submitted = st.form_submit_button("Preview", key="preview_submit", type="primary", icon=":material/visibility:")
 
 if not submitted and "preview_result" not in st.session_state:
@@ -48,7 +51,7 @@ if not submitted and "preview_result" not in st.session_state:
 if submitted:
     try:
         body = data.preview_body(person=person, attributes_json=attributes, nobody=nobody, key_id=key_id,
-                                 turn_input=turn_input)
+                                 turn_input=turn_input, store_override=override)
         st.session_state["preview_result"] = data.run_preview(client, index_id, body)
     except ValueError as exc:
         st.error(str(exc), icon=":material/error:")
@@ -59,7 +62,9 @@ if submitted:
 
 result = st.session_state["preview_result"]
 trace = result.trace
-if not trace.enabled or trace.reason:
+if result.note:
+    st.info(result.note, icon=":material/info:")
+elif not trace.enabled or trace.reason:
     st.info(f"Nothing injected: `{trace.reason}`.", icon=":material/info:")
 
 gauge, counts = st.columns([2, 3])
@@ -67,7 +72,9 @@ with gauge:
     share = trace.estimated_tokens / trace.budget_tokens if trace.budget_tokens else 0.0
     st.metric("Estimated tokens", f"{trace.estimated_tokens} / {trace.budget_tokens}")
     st.progress(min(share, 1.0), text=f"{share:.0%} of the budget")
-    st.caption(f"dropped by count: {trace.dropped_by_count} · dropped by budget: {trace.dropped_by_budget}")
+    by_count = f"at least {trace.dropped_by_count}" if trace.dropped_by_count_is_lower_bound else \
+        str(trace.dropped_by_count)
+    st.caption(f"dropped by count: {by_count} · dropped by budget: {trace.dropped_by_budget}")
 with counts:
     breakdown = data.section_breakdown(result)
     st.altair_chart(alt.Chart(breakdown).mark_bar().encode(x=alt.X("tokens:Q", title="tokens"),

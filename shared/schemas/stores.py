@@ -79,6 +79,8 @@ class PreviewIn(Model):
     agent_id: str | None = None
     input: Annotated[str, msgspec.Meta(max_length=32_000)] | None = None
     at: Instant | None = None
+    # Apply the key's block (or the default one) to this page's store even where a turn would not.
+    store_override: bool = False
 
 
 class PreviewRecord(Model):
@@ -104,6 +106,9 @@ class PreviewTrace(Model):
     budget_tokens: int
     estimated_tokens: int
     dropped_by_count: int
+    # True when a section that reached its count held more candidates than the builder fetches, so
+    # `dropped_by_count` counts only those fetched.
+    dropped_by_count_is_lower_bound: bool
     dropped_by_budget: int
     sections: dict[str, int]
     injected_ids: list[str]
@@ -114,6 +119,8 @@ class PreviewOut(Model):
     block: str
     trace: PreviewTrace
     records: list[PreviewRecord]
+    store_override: bool  # the block was applied to this page's store although a turn would not do so
+    note: str | None  # why nothing is injected, or where the block comes from, in words
 
 
 __all__ = [name for name in dir() if name[0].isupper()] + ["Any", "JSONObject"]

@@ -53,3 +53,19 @@ def test_dsh_6_nobody_gets_only_shared_records_and_bad_attributes_are_explained(
     at.button(key="preview_submit").click().run()
     assert any("list of strings" in e.value for e in at.error)
     assert index_id
+
+
+def test_dsh_6_a_key_without_block_previews_nothing_unless_the_store_is_forced(app, org, client):
+    index_id = _store(client, org)
+    blockless = org.make_key(["knowledge", "memory"], name="blockless")
+    at = _open(app, org)
+    at.selectbox(key="preview_key").select(blockless["id"])
+    at.text_input(key="preview_person").input("anna")
+    at.button(key="preview_submit").click().run()
+    assert not at.exception
+    assert at.info[0].value == "Nothing is injected: this key injects no block (its memory.injection is not set)."
+    assert not at.code
+    at.checkbox(key="preview_override").check()
+    at.button(key="preview_submit").click().run()
+    assert any("Has a dog named Rex" in c.value for c in at.code)
+    assert index_id

@@ -182,7 +182,7 @@ def test_inj_2_disabled_block_and_unnamed_store_inject_nothing_silently(org, cli
     other = _index(client, org, "other")
     policy = default_policy()
     policy["indexes"] = [other]
-    narrow = org.make_key(["knowledge", "memory"], policy=policy)
+    narrow = org.make_key(["knowledge", "memory"], policy=policy, memory={"injection": {"index_id": index_id}})
     result = _preview(client, org, index_id, "anna", key_id=narrow["id"])
     assert result["block"] == "" and result["trace"]["reason"] == "index_not_named"
 
@@ -300,3 +300,55 @@ def test_inj_13_commitments_read_as_two_ranges_give_exactly_the_full_ranking(org
                       "coremem_commitment_due('{\"due_at\": \"2026-12-03 09:00\"}'), "
                       "coremem_commitment_due('{}')").fetchone() == (
         db.execute("SELECT '2026-12-03T09:00:00Z'::timestamptz").fetchone()[0],) * 2 + (None, None)
+
+
+def test_inj_11_left_out_candidates_keep_their_type(org, client, db):
+    index_id, ids = _worked_store(client, org, db)
+    one = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": index_id, "limit": 1}})
+    by_count = _preview(client, org, index_id, "anna", key_id=one["id"])["trace"]
+    left = {x["id"]: (x["type"], x["reason"]) for x in by_count["left_out"]}
+    assert left[ids["mornings"]] == ("preference", "dropped_by_count")
+    assert left[ids["expenses"]] == ("fact", "dropped_by_count")
+    tight = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": index_id, "budget_tokens": 40}})
+    by_budget = _preview(client, org, index_id, "anna", key_id=tight["id"])["trace"]
+    assert by_budget["dropped_by_budget"] > 0
+    assert all(x["type"] is not None for x in by_budget["left_out"])
+    assert {x["type"] for x in by_budget["left_out"] if x["reason"] == "dropped_by_budget"} >= {"behaviour"}
+
+
+def test_inj_10_dropped_by_count_is_exact_or_says_it_is_a_lower_bound(org, client, db):
+    index_id = _index(client, org)
+    few = [{"index_id": index_id, "type": "fact", "text": f"fact {i}"} for i in range(30)]
+    assert client.post("/memory/batch", headers=bearer(org.key, "anna"), json={"records": few}).status_code == 201
+    trace = _preview(client, org, index_id, "anna")["trace"]
+    assert (trace["dropped_by_count"], trace["dropped_by_count_is_lower_bound"]) == (10, False)
+    many = [{"index_id": index_id, "type": "fact", "text": f"more {i}"} for i in range(100)]
+    assert client.post("/memory/batch", headers=bearer(org.key, "anna"), json={"records": many}).status_code == 201
+    trace = _preview(client, org, index_id, "anna")["trace"]
+    # 130 candidates; the builder fetches the limit (20) plus its slack (50) and says the 50 it counted are a floor.
+    assert trace["sections"]["about_this_person"] == 20
+    assert trace["dropped_by_count"] == 50 and trace["dropped_by_count_is_lower_bound"] is True
+
+
+def test_inj_12_preview_shows_what_the_turn_would_inject_and_overrides_only_when_asked(org, client, db):
+    index_id, ids = _worked_store(client, org, db)
+    blockless = org.make_key(["knowledge", "memory"])
+    nothing = _preview(client, org, index_id, "anna", key_id=blockless["id"])
+    assert nothing["block"] == "" and nothing["trace"]["reason"] == "no_injection_block"
+    assert nothing["note"] == "Nothing is injected: this key injects no block (its memory.injection is not set)."
+    assert nothing["store_override"] is False
+    forced = _preview(client, org, index_id, "anna", key_id=blockless["id"], store_override=True)
+    assert forced["block"] == WORKED_BLOCK and forced["store_override"] is True
+    # A key whose block names another store: the turn injects from that store, and so does the preview.
+    other = _index(client, org, "other")
+    elsewhere = _write(client, org, other, "anna", type="fact", text="Collects stamps")
+    pointed = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": other}})
+    there = _preview(client, org, index_id, "anna", key_id=pointed["id"])
+    assert there["trace"]["index_id"] == other and there["trace"]["injected_ids"] == [elsewhere]
+    assert there["note"] == f"This key injects from the store {other}, not from {index_id}; shown is what its turns get."
+    here = _preview(client, org, index_id, "anna", key_id=pointed["id"], store_override=True)
+    assert here["trace"]["index_id"] == index_id and here["block"] == WORKED_BLOCK
+    # An administrator naming no key has no turn to mirror: the store's default block, said so.
+    default = _preview(client, org, index_id, "anna")
+    assert default["block"] == WORKED_BLOCK and default["store_override"] is True
+    assert default["note"].startswith("No key chosen")

@@ -89,6 +89,7 @@ class Limits:
 class LeftOut:
     id: str
     section: str
+    type: str
     reason: str  # dropped_by_count | dropped_by_budget (whole, section or shared share) | a filter reason
 
 
@@ -134,19 +135,19 @@ def build_block(candidates: Mapping[str, Sequence[Candidate]], limits: Limits,
             over_count = (counted >= limits.limit if section in COUNTED_SECTIONS
                           else per_section[section] >= section_caps[section])
             if over_count:
-                left.append(LeftOut(c.id, section, "dropped_by_count"))
+                left.append(LeftOut(c.id, section, c.type, "dropped_by_count"))
                 continue
             line = render_line(c)
             cost = estimate(line) + (label_cost if per_section[section] == 0 else 0)
             if used + cost > limits.budget_tokens:
-                left.append(LeftOut(c.id, section, "dropped_by_budget"))
+                left.append(LeftOut(c.id, section, c.type, "dropped_by_budget"))
                 continue
             if section_budget is not None and section_used + cost > section_budget:
-                left.append(LeftOut(c.id, section, "dropped_by_budget"))
+                left.append(LeftOut(c.id, section, c.type, "dropped_by_budget"))
                 continue
             line_cost = estimate(line)
             if shared_cap is not None and c.owner is None and shared_used + line_cost > shared_cap:
-                left.append(LeftOut(c.id, section, "dropped_by_budget"))
+                left.append(LeftOut(c.id, section, c.type, "dropped_by_budget"))
                 continue
             if per_section[section] == 0:
                 out_lines.append(label)

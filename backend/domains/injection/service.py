@@ -41,19 +41,27 @@ class Built:
     index_id: str | None
     budget_tokens: int
     filtered: list[dict[str, Any]]
+    truncated: frozenset[str] = frozenset()  # sections that held more candidates than were fetched
 
     @property
     def text(self) -> str:
         return self.block.text if self.block else ""
 
+    @property
+    def count_is_lower_bound(self) -> bool:
+        """A section cut at its fetch bound that also reached its count had more to drop than the walk saw."""
+        left = self.block.left_out if self.block else []
+        return any(x.reason == "dropped_by_count" and x.section in self.truncated for x in left)
+
     def trace(self) -> dict[str, Any]:
         block = self.block
-        left = [{"id": x.id, "section": x.section, "type": None, "reason": x.reason} for x in
+        left = [{"id": x.id, "section": x.section, "type": x.type, "reason": x.reason} for x in
                 (block.left_out if block else [])]
         return {
             "enabled": block is not None, "reason": self.reason, "index_id": self.index_id,
             "budget_tokens": self.budget_tokens, "estimated_tokens": block.estimated_tokens if block else 0,
             "dropped_by_count": block.dropped_by_count if block else 0,
+            "dropped_by_count_is_lower_bound": self.count_is_lower_bound,
             "dropped_by_budget": block.dropped_by_budget if block else 0,
             "sections": block.sections if block else dict.fromkeys(SECTIONS, 0),
             "injected_ids": block.injected_ids if block else [],
@@ -123,7 +131,8 @@ async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], ch
     empty = None
     if not block.lines:
         empty = "nothing_fits_budget" if block.left_out else "no_records"
-    return Built(block, empty, block_cfg.index_id, budget, filtered)
+    truncated = frozenset(section for section, found in rows.items() if len(found) >= bounds[section])
+    return Built(block, empty, block_cfg.index_id, budget, filtered, truncated)
 
 
 async def for_turn(db: AsyncSession, principal: Principal, scope: Scope, *, agent_block: Any | None,
@@ -137,9 +146,22 @@ async def for_turn(db: AsyncSession, principal: Principal, scope: Scope, *, agen
     return built
 
 
+NOTES = {
+    "capability_missing": "Nothing is injected: this key does not hold the `memory` capability.",
+    "no_injection_block": "Nothing is injected: this key injects no block (its memory.injection is not set).",
+    "disabled": "Nothing is injected: this key's injection block is switched off (enabled: false).",
+    "index_not_named": "Nothing is injected: this key's policy does not name the store its block injects from.",
+    "index_missing": "Nothing is injected: the store this key's block names does not exist any more.",
+}
+
+
 async def preview(db: AsyncSession, principal: Principal, index_id: str, body: PreviewIn, *, max_budget: int,
                   secret: str) -> dict[str, Any]:
-    """Exactly what a turn with that key (or agent) for that person would get, without changing anything."""
+    """Exactly what a turn with that key (or agent) for that person would get, without changing anything.
+
+    The block is the key's own, as a turn chooses it; with `store_override` (or an administrator naming no key,
+    who has no turn to mirror) the key's block, else the default one, is applied to this page's store instead.
+    """
     principal.require_management()
     org = await orgs_repo.get(db, principal.org_id) or {}
     caller_scope = build_scope(principal, org.get("policy"), require_subject_setting=False)
@@ -152,6 +174,7 @@ async def preview(db: AsyncSession, principal: Principal, index_id: str, body: P
         key = await keys_repo.get(db, principal.org_id, body.key_id)
         if key is None:
             raise NotFound("No such key.", param="key_id")
+    no_key = key is None
     if key is None:  # an administrator naming no key: a key with the default policy and every capability
         key = {"id": None, "org_id": principal.org_id, "policy": default_policy(), "memory": {},
                "capabilities": sorted(ALL_CAPABILITIES)}
@@ -160,19 +183,35 @@ async def preview(db: AsyncSession, principal: Principal, index_id: str, body: P
         subject = Subject(check_subject_id(body.subject.id, "subject.id"), dict(body.subject.attributes))
     acting = Principal("key", principal.org_id, principal.actor, frozenset(key["capabilities"]), subject, key=key)
     scope = build_scope(acting, org.get("policy"), require_subject_setting=False)
+    override = body.store_override or no_key
     raw = (key.get("memory") or {}).get("injection")
-    block_cfg = msgspec.structs.replace(msgspec.convert(raw, InjectionBlock), index_id=index_id) if raw else \
-        InjectionBlock(index_id=index_id)
-    chosen = choose_block(acting, scope, msgspec.to_builtins(block_cfg))
+    if override:
+        block_cfg = msgspec.structs.replace(msgspec.convert(raw, InjectionBlock), index_id=index_id) if raw else \
+            InjectionBlock(index_id=index_id)
+        chosen = choose_block(acting, scope, msgspec.to_builtins(block_cfg))
+    else:
+        chosen = choose_block(acting, scope)  # what a turn with this key does
+        if chosen.block is not None and chosen.block.index_id != index_id:
+            # The turn reads another store: the caller must reach it too, or the preview would show it more.
+            await reachable(db, caller_scope, chosen.block.index_id, param="key_id")
     built = await build(db, scope, decay.half_lives(org, key), chosen, turn_input=body.input, max_budget=max_budget,
                         at=body.at, explain=True)
     records = [{"id": c.id, "section": c.section, "type": c.type, "owner": c.owner, "line": line,
                 "tokens": utf8_bytes_over_four(line)} for line, c in (built.block.lines if built.block else [])]
-    types = {r["id"]: r["type"] for r in records}
-    trace = built.trace()
-    for item in trace["left_out"]:
-        item["type"] = item["type"] or types.get(item["id"])
     await audit.record(db, org_id=principal.org_id, actor=principal.actor, action="injection.preview", secret=secret,
                        subject_id=subject.id if subject else None, object_type="store", object_id=index_id,
-                       detail={"key_id": key.get("id"), "injected": len(records), "input_given": bool(body.input)})
-    return {"block": built.text, "trace": trace, "records": records}
+                       detail={"key_id": key.get("id"), "injected": len(records), "input_given": bool(body.input),
+                               "store_override": override})
+    return {"block": built.text, "trace": built.trace(), "records": records, "store_override": override,
+            "note": _note(built, index_id, no_key)}
+
+
+def _note(built: Built, index_id: str, no_key: bool) -> str | None:
+    if no_key:
+        return "No key chosen: this store's default block under the default policy, as a key without settings of " \
+               "its own would get it."
+    if built.reason in NOTES:
+        return NOTES[built.reason]
+    if built.index_id is not None and built.index_id != index_id:
+        return f"This key injects from the store {built.index_id}, not from {index_id}; shown is what its turns get."
+    return None
