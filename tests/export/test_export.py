@@ -198,6 +198,23 @@ def test_exp_2_exports_use_the_organisations_half_lives(mem, client, db, databas
         client.patch(f"/tenants/{mem.org.org_id}", json={"memory": {"decay": {}}}, headers=mem.admin)
 
 
+def test_mem_9_a_keys_export_uses_the_organisations_half_lives_unless_it_names_a_key(mem, client, db):
+    """MEM-9: a key reads with its own half-lives, but exports (like administrators and maintenance) use the
+    organisation's unless `key_id` names whose to apply."""
+    row = mem.write(mem.anna(), "Old fact", confidence=0.8)
+    db.execute("UPDATE memory_records SET updated_at = now() - interval '10 days' WHERE id = %s", (row["id"],))
+    decaying = mem.org.make_key(memory={"decay": {"fact": {"half_life_days": 10}}})
+    headers = bearer(decaying["secret"])
+    listed = client.get(f"/memory/{row['id']}", headers=headers).json()
+    assert listed["effective_confidence"] == pytest.approx(0.4, rel=1e-3)  # its reads: its own half-lives
+    frame = export(client, headers, "parquet", index_id=mem.index_id)
+    assert frame.filter(pl.col("id") == row["id"])["effective_confidence"][0] == pytest.approx(0.8)
+    named = export(client, headers, "parquet", index_id=mem.index_id, key_id=decaying["id"])
+    assert named.filter(pl.col("id") == row["id"])["effective_confidence"][0] == pytest.approx(0.4, rel=1e-3)
+    assert_error(client.get("/memory/export", params={"key_id": "key_unknown"}, headers=headers), 404,
+                 param="key_id")
+
+
 # ---------------------------------------------------------------- CLI (EXP-1)
 
 def _cli(database_url: str, secret: str, *args: str) -> subprocess.CompletedProcess[str]:

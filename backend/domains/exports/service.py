@@ -90,7 +90,7 @@ async def for_request(db: AsyncSession, sessions: async_sessionmaker[AsyncSessio
     Returns the export and its rows, already counted in the snapshot they are read from; the audit event
     (written in `db`, the request's transaction) carries that count."""
     principal.require_management()
-    r = await memory.reader(db, principal, secret, key_id=key_id)
+    r = await memory.reader(db, principal, secret, key_id=key_id, bulk=True)
     await memory.check_filters(db, r, f)
     export = Export("records", r.scope, r.half_lives, f)
     blocks = await start(sessions, export)

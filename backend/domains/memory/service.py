@@ -57,14 +57,18 @@ class Reader:
         return self.scope.subject_id
 
 
-async def reader(db: AsyncSession, principal: Principal, secret: str, *, key_id: str | None = None) -> Reader:
-    """Every memory route starts here: the `memory` capability (PLT-6), then the scope and half-lives (MEM-9)."""
+async def reader(db: AsyncSession, principal: Principal, secret: str, *, key_id: str | None = None,
+                 bulk: bool = False) -> Reader:
+    """Every memory route starts here: the `memory` capability (PLT-6), then the scope and half-lives (MEM-9).
+
+    A key reads with its own half-lives; administrators and bulk reads (exports) use the organisation's unless
+    `key_id` names a key whose half-lives to apply."""
     principal.require("memory")
     org = await orgs_repo.get(db, principal.org_id) or {}
     scope = build_scope(principal, org.get("policy"))  # what scope_for does, with the org row we need anyway
-    key = principal.key
+    key = None if bulk else principal.key
     if key_id is not None:
-        if not principal.is_admin:
+        if not (principal.is_admin or bulk):
             raise BadRequest("Only an administrator chooses whose half-lives to apply; a key uses its own.",
                              param="key_id", code="key_id_not_allowed")
         key = await keys_repo.get(db, principal.org_id, key_id)
