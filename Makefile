@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export clean
+.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +44,10 @@ bench-injection: $(STAMP)
 bench-export: $(STAMP)
 	$(BIN)/python -m bench.export
 
-bench: bench-search bench-injection bench-export
+bench-http: $(STAMP)
+	$(BIN)/python -m bench.http
+
+bench: bench-search bench-injection bench-export bench-http
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

@@ -39,8 +39,8 @@ HEADLINE_OPTIONS = (f"StartSel={START}, StopSel={STOP}, MaxWords=30, MinWords=20
 SEARCH_PAGE = 20
 
 # The key, usable: not revoked, not expired. Every statement below starts with it.
-_KEY = ("SELECT id, org_id FROM api_keys WHERE secret_hash = :h AND revoked_at IS NULL "
-        "AND (expires_at IS NULL OR expires_at > now())")
+_KEY = """SELECT id, org_id FROM api_keys
+  WHERE secret_hash = :h AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())"""
 
 KEY_SQL = """
 SELECT id, org_id, name, capabilities, memory, policy, privacy, expires_at, revoked_at,
@@ -53,7 +53,7 @@ FROM api_keys WHERE secret_hash = :h
 # GET /memory for a person: her records and shared ones, active, unexpired, newest id first, one row more than
 # the page to know whether there is a next one. A partner id is shown only when the person sees the partner.
 MEMORY_SQL = """
-WITH k AS (""" + _KEY + """ AND 'memory' = ANY(capabilities))
+WITH k AS (""" + _KEY + """ AND capabilities @> '["memory"]')
 SELECT r.* FROM k LEFT JOIN LATERAL (
   SELECT r.id, r.index_id, r.subject, r.type, r.text, r.metadata, r.labels, r.confidence,
          r.confidence::float8 AS effective_confidence, r.contested,
@@ -74,7 +74,7 @@ SELECT r.* FROM k LEFT JOIN LATERAL (
 
 # POST /memory for a person: the record as the API writes it, its first history version, one statement.
 WRITE_SQL = """
-WITH k AS (""" + _KEY + """ AND 'memory' = ANY(capabilities)),
+WITH k AS (""" + _KEY + """ AND capabilities @> '["memory"]'),
 rec AS (
   INSERT INTO memory_records (org_id, id, index_id, subject, type, text, norm_hash, metadata, labels, confidence,
                               source, verified, key, tags, priority, expires_at, commitment, provenance, embedding)
@@ -96,7 +96,7 @@ FROM rec
 # GET /thread-items?q= for a person: the 7-day slice (organisation's time zone) ending at the newest message's day,
 # whether history goes further back, and one page of hits in her threads and shared ones, with snippets.
 SEARCH_SQL = """
-WITH k AS MATERIALIZED (""" + _KEY + """ AND 'threads' = ANY(capabilities)),
+WITH k AS MATERIALIZED (""" + _KEY + """ AND capabilities @> '["threads"]'),
 bounds AS MATERIALIZED (
   SELECT s.org_id, s.lower, s.tz,
          (SELECT max(created_at) FROM thread_items
@@ -146,18 +146,25 @@ def _cursor(value: Any) -> str:
 
 
 def _marked(headline: str) -> tuple[str, list[dict[str, int]]]:
-    """The snippet without ts_headline's markers, and each marked word's [start, end) in UTF-16 code units."""
+    """The snippet without ts_headline's markers, and each marked run's [start, end) in UTF-16 code units
+    (marked words with only white space between them are one run, as the route answers)."""
     out: list[str] = []
     spans: list[dict[str, int]] = []
-    units, start = 0, None
+    units, start, joined = 0, None, False
     for piece in _MARKERS.split(headline):
         if piece == START:
             start = units
         elif piece == STOP:
             if start is not None and units > start:
-                spans.append({"start": start, "end": units})
+                if spans and joined:
+                    spans[-1]["end"] = units
+                else:
+                    spans.append({"start": start, "end": units})
+                joined = True
             start = None
         elif piece:
+            if start is None and not piece.isspace():
+                joined = False
             out.append(piece)
             units += len(piece) if piece.isascii() else len(piece.encode("utf-16-le", "surrogatepass")) // 2
     return "".join(out), spans

@@ -331,7 +331,7 @@ def test_inj_10_dropped_by_count_is_exact_or_says_it_is_a_lower_bound(org, clien
 
 
 def test_inj_12_preview_shows_what_the_turn_would_inject_and_overrides_only_when_asked(org, client, db):
-    index_id, ids = _worked_store(client, org, db)
+    index_id, _ = _worked_store(client, org, db)
     blockless = org.make_key(["knowledge", "memory"])
     nothing = _preview(client, org, index_id, "anna", key_id=blockless["id"])
     assert nothing["block"] == "" and nothing["trace"]["reason"] == "no_injection_block"
@@ -345,7 +345,8 @@ def test_inj_12_preview_shows_what_the_turn_would_inject_and_overrides_only_when
     pointed = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": other}})
     there = _preview(client, org, index_id, "anna", key_id=pointed["id"])
     assert there["trace"]["index_id"] == other and there["trace"]["injected_ids"] == [elsewhere]
-    assert there["note"] == f"This key injects from the store {other}, not from {index_id}; shown is what its turns get."
+    assert there["note"] == (f"This key injects from the store {other}, not from {index_id}; "
+                             "shown is what its turns get.")
     here = _preview(client, org, index_id, "anna", key_id=pointed["id"], store_override=True)
     assert here["trace"]["index_id"] == index_id and here["block"] == WORKED_BLOCK
     # An administrator naming no key has no turn to mirror: the store's default block, said so.

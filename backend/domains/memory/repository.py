@@ -35,11 +35,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
 from backend.db.models import table_of
-from backend.db.models_memory import ErasedSubject, MemoryRecord, MemoryVersion
+from backend.db.models_memory import MemoryRecord, MemoryVersion
 
 R = table_of(MemoryRecord)
 V = table_of(MemoryVersion)
-E = table_of(ErasedSubject)
 
 PRIORITY_RANK = {"critical": 0, "high": 1, "normal": 2, "low": 3}
 # A record that shares no word with the question is a hit only when its vector is at least this close.
@@ -395,32 +394,6 @@ async def delete_record(db: AsyncSession, org_id: str, record_id: str) -> None:
 
 
 # ---------------------------------------------------------------- erasure (MEM-19)
-
-def _subject_lock(org_id: str, subject_hash: str) -> Any:
-    return func.hashtextextended(literal("subject:") + org_id + ":" + subject_hash, 0)
-
-
-async def lock_subject_shared(db: AsyncSession, org_id: str, subject_hash: str) -> None:
-    await db.execute(select(func.pg_advisory_xact_lock_shared(_subject_lock(org_id, subject_hash))))
-
-
-async def lock_subject_exclusive(db: AsyncSession, org_id: str, subject_hash: str) -> None:
-    await db.execute(select(func.pg_advisory_xact_lock(_subject_lock(org_id, subject_hash))))
-
-
-async def erased_since(db: AsyncSession, org_id: str, subject_hash: str, started_at: datetime | None) -> bool:
-    """True when the person was erased after `started_at` (default: when this transaction began)."""
-    since: Any = func.now() if started_at is None else literal(started_at)
-    query = select(E.c.subject_hash).where(E.c.org_id == org_id, E.c.subject_hash == subject_hash,
-                                           E.c.erased_at > since)
-    return (await db.execute(query)).first() is not None
-
-
-async def mark_erased(db: AsyncSession, org_id: str, subject_hash: str) -> None:
-    stmt = pg_insert(E).values(org_id=org_id, subject_hash=subject_hash, erased_at=func.clock_timestamp())
-    await db.execute(stmt.on_conflict_do_update(index_elements=[E.c.org_id, E.c.subject_hash],
-                                                set_={"erased_at": func.clock_timestamp()}))
-
 
 def _without_participant(column: Any, subject_id: str) -> Any:
     """The labels with `subject_id` taken out of `participants` (a string or a list)."""

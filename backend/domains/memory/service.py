@@ -6,7 +6,7 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +18,7 @@ from backend.access.labels import check_labels
 from backend.access.principal import Principal
 from backend.access.scope import Scope, build_scope
 from backend.domains.audit import service as audit
+from backend.domains.erasure import guard as erasure
 from backend.domains.indexes import service as indexes
 from backend.domains.keys import repository as keys_repo
 from backend.domains.memory import decay
@@ -193,18 +194,10 @@ def check_change(r: Reader, current: Mapping[str, Any], action: str) -> None:
                    object_type="memory_record", object_id=current["id"], detail={"reason": "policy"})
 
 
-async def check_not_erased(db: AsyncSession, r: Reader, owner: str | None, started_at: datetime | None,
+async def check_not_erased(db: AsyncSession, r: Reader, people: Iterable[str | None], started_at: datetime | None,
                            seen: set[str]) -> None:
     """Work that began before a person was erased never writes her back (MEM-19)."""
-    if owner is None or owner in seen:
-        return
-    hashed = audit.subject_hash(r.secret, r.org_id, owner)
-    assert hashed is not None
-    await repo.lock_subject_shared(db, r.org_id, hashed)
-    if await repo.erased_since(db, r.org_id, hashed, started_at):
-        raise Conflict("This person was erased while this work ran; nothing of hers is written back.",
-                       code="subject_erased")
-    seen.add(owner)
+    await erasure.refuse_if_erased(db, r.org_id, r.secret, people, started_at=started_at, seen=seen)
 
 
 # ---------------------------------------------------------------- embeddings
@@ -272,7 +265,8 @@ async def write(db: AsyncSession, r: Reader, items: list[Prepared], *, started_a
         if item.values["key"] is None:  # a keyed write is judged once its record's current labels are known
             check_write(r, item.values["subject"], item.values["labels"],
                         detail={"index_id": item.values["index_id"], "type": item.values["type"], "position": i})
-        await check_not_erased(db, r, item.values["subject"], started_at, seen)
+        await check_not_erased(db, r, [item.values["subject"], *erasure.people_in_labels(item.values["labels"])],
+                               started_at, seen)
     by_index: dict[str, list[int]] = {}
     for i, item in enumerate(items):
         by_index.setdefault(item.index["id"], []).append(i)
@@ -317,7 +311,8 @@ async def _upsert_keyed(db: AsyncSession, r: Reader, item: Prepared) -> tuple[st
             await repo.snapshot_versions(db, r.org_id, [existing["id"]], action="updated", actor_type=actor.type,
                                          actor_id=actor.id)
             return existing["id"], False
-        check_write(r, v["subject"], v["labels"], detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
+        check_write(r, v["subject"], v["labels"],
+                    detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
         record_id = new_id("mem")
         if await repo.insert_keyed(db, {**v, "id": record_id, "embedding": item.vector}):
             await repo.snapshot_versions(db, r.org_id, [record_id], action="created", actor_type=actor.type,
@@ -375,6 +370,8 @@ async def patch(db: AsyncSession, r: Reader, record_id: str, body: MemoryPatch) 
     check_change(r, current, "write")
     check_write(r, current["subject"], changes.get("labels", current["labels"]), object_id=record_id,
                 detail={"index_id": current["index_id"], "type": current["type"]})
+    if "labels" in changes:
+        await check_not_erased(db, r, erasure.people_in_labels(changes["labels"], current["labels"]), None, set())
     if "text" in changes:
         index = await indexes.reachable(db, r.scope, current["index_id"])
         if index.get("embedding"):
@@ -424,7 +421,7 @@ async def confirm_same_words(db: AsyncSession, r: Reader, item: Prepared) -> dic
         return None
     check_write(r, current["subject"], current["labels"], object_id=current["id"],
                 detail={"index_id": current["index_id"], "type": current["type"], "reason": "confirm"})
-    await check_not_erased(db, r, current["subject"], None, set())
+    await check_not_erased(db, r, [current["subject"]], None, set())
     await repo.confirm(db, r.org_id, current["id"])
     actor = r.principal.actor
     await repo.snapshot_versions(db, r.org_id, [current["id"]], action="confirmed", actor_type=actor.type,

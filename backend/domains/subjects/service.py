@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.principal import Principal
 from backend.access.subjects import check_subject_id
 from backend.domains.audit import service as audit
+from backend.domains.erasure import repository as erasure_repo
 from backend.domains.memory import repository as memory_repo
 from backend.domains.threads.service import erase_subject_threads
 from backend.errors import Forbidden
@@ -41,11 +42,11 @@ async def erase(db: AsyncSession, principal: Principal, subject_id: str, secret:
     assert hashed is not None
     # Writes for her hold the shared side of this lock; once we hold it, none is half done, and the
     # tombstone below turns away any work that started before this moment.
-    await memory_repo.lock_subject_exclusive(db, principal.org_id, hashed)
+    await erasure_repo.lock_exclusive(db, principal.org_id, hashed)
     counts: dict[str, int] = {}
     for eraser in ERASERS:
         counts.update(await eraser(db, principal.org_id, subject_id))
-    await memory_repo.mark_erased(db, principal.org_id, hashed)
+    await erasure_repo.mark_erased(db, principal.org_id, hashed)
     await audit.record(db, org_id=principal.org_id, actor=principal.actor, action="subject.erased", secret=secret,
                        subject_id=subject_id, object_type="subject", object_id=None, detail={"counts": counts})
     return counts

@@ -145,13 +145,15 @@ async def update_thread(db: AsyncSession, org_id: str, thread_id: str, values: d
     return updated_at
 
 
-async def reserve_positions(db: AsyncSession, org_id: str, thread_id: str, count: int) -> tuple[int, datetime]:
-    """THR-4: take `count` positions; the row lock orders concurrent appenders until their transactions end."""
+async def reserve_positions(db: AsyncSession, org_id: str, thread_id: str, count: int
+                            ) -> tuple[int, datetime] | None:
+    """THR-4: take `count` positions; the row lock orders concurrent appenders until their transactions end.
+    None when the thread was deleted since it was read."""
     row = (await db.execute(
         update(T).where(T.c.org_id == org_id, T.c.id == thread_id, T.c.deleted_at.is_(None))
         .values(last_position=T.c.last_position + count, updated_at=func.clock_timestamp())
-        .returning(T.c.last_position, T.c.updated_at))).one()
-    return int(row[0]) - count + 1, row[1]
+        .returning(T.c.last_position, T.c.updated_at))).first()
+    return (int(row[0]) - count + 1, row[1]) if row else None
 
 
 async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> None:

@@ -15,6 +15,7 @@ from backend.access.principal import Principal
 from backend.access.scope import Scope, build_scope
 from backend.config import Settings
 from backend.domains.audit import service as audit
+from backend.domains.erasure import guard as erasure
 from backend.domains.orgs import repository as orgs_repo
 from backend.domains.threads import repository as repo
 from backend.domains.threads import search as search_mod
@@ -226,6 +227,14 @@ def item_rows(ctx: Ctx, thread_id: str, items: list[ItemIn], first: int, at: dat
     return rows
 
 
+async def _not_erased(db: AsyncSession, ctx: Ctx, *people: str | None, labels: dict[str, Any] | None = None,
+                      labels_before: dict[str, Any] | None = None) -> None:
+    """MEM-19: the request's person, the others this write stores something of, and people it adds to
+    `participants` must not have been erased since this request began."""
+    named = [ctx.subject_id, *people, *erasure.people_in_labels(labels, labels_before)]
+    await erasure.refuse_if_erased(db, ctx.org["id"], ctx.settings.secret, named)
+
+
 # ---------------------------------------------------------------- threads
 
 async def visible_thread(db: AsyncSession, ctx: Ctx, thread_id: str, param: str = "thread_id") -> dict[str, Any]:
@@ -252,6 +261,7 @@ async def create_thread(db: AsyncSession, ctx: Ctx, body: ThreadCreate) -> dict[
     if not ctx.scope.may("thread", "write", owner, labels):
         raise deny(ctx.principal, "The policy does not let this request open a thread with these labels.",
                    action="thread.write", object_type="thread")
+    await _not_erased(db, ctx, labels=labels)
     thread_id = new_id("thr")
     await repo.insert_thread(db, {"org_id": ctx.org["id"], "id": thread_id, "subject": owner, "labels": labels,
                                   "metadata": metadata})
@@ -334,6 +344,7 @@ async def patch_thread(db: AsyncSession, ctx: Ctx, thread_id: str, body: ThreadP
         values["metadata"] = check_metadata(body.metadata)
     if body.labels is not msgspec.UNSET:
         values["labels"] = _labels(ctx, body.labels, row["labels"])
+        await _not_erased(db, ctx, row["subject"], labels=values["labels"], labels_before=row["labels"])
     if values:
         updated_at = await repo.update_thread(db, ctx.org["id"], thread_id, values)
         row = {**row, **values, "updated_at": updated_at}
@@ -355,13 +366,17 @@ async def _append(db: AsyncSession, ctx: Ctx, thread_id: str, items: list[ItemIn
     if not items:
         return []
     refuse_audio(items)  # before taking positions
-    first, at = await repo.reserve_positions(db, ctx.org["id"], thread_id, len(items))
+    reserved = await repo.reserve_positions(db, ctx.org["id"], thread_id, len(items))
+    if reserved is None:
+        raise NotFound(f"The thread {thread_id!r} was deleted while this request ran.", param="thread_id")
+    first, at = reserved
     return await repo.insert_items(db, item_rows(ctx, thread_id, items, first, at))
 
 
 async def append_items(db: AsyncSession, ctx: Ctx, thread_id: str, items: list[ItemIn]) -> list[dict[str, Any]]:
     row = await visible_thread(db, ctx, thread_id)
     _require(ctx, row, "write")
+    await _not_erased(db, ctx, row["subject"])
     return [item_document(i) for i in await _append(db, ctx, thread_id, items)]
 
 
@@ -420,6 +435,7 @@ async def put_note(db: AsyncSession, ctx: Ctx, thread_id: str, item_id: str, met
                    ) -> dict[str, Any]:
     note = check_note(metadata)
     await _noted_message(db, ctx, thread_id, item_id)
+    await _not_erased(db, ctx)
     row = await repo.put_note(db, ctx.org["id"], thread_id, item_id, ctx.subject_id or "", note)
     return note_document(row)
 
@@ -518,6 +534,7 @@ async def write_state(db: AsyncSession, ctx: Ctx, thread_id: str, *, replace: di
     """PUT replaces, PATCH merges (RFC 7386); both under the row lock, so no write is lost."""
     row = await visible_thread(db, ctx, thread_id)
     _require(ctx, row, "write")
+    await _not_erased(db, ctx, row["subject"])
     expected = state_mod.parse_if_match(if_match)
     current = await repo.lock_state(db, ctx.org["id"], thread_id)
     if expected is not None and expected != current["version"]:
