@@ -73,18 +73,73 @@ def test_plt_9_key_without_policy_stores_the_default_verbatim(org, client):
     assert client.get("/key", headers=bearer(second["secret"])).json()["policy"] == given
 
 
-def test_plt_5_put_key_policy_needs_management(org, client):
+def test_plt_5_put_key_policy_needs_management_and_may_only_narrow(org, client):
     plain = org.make_key(["knowledge"])
     doc = default_policy()
-    doc["rules"].append({"id": "w", "effect": "permit", "kind": "memory_write"})
     assert_error(client.put("/key/policy", json=doc, headers=bearer(plain["secret"])), 403, "capability_missing")
-    manager = org.make_key(["knowledge", "management"])
-    response = client.put("/key/policy", json=doc, headers=bearer(manager["secret"]))
+    wide = default_policy()
+    wide["rules"].append({"id": "w", "effect": "permit", "kind": "memory_write"})
+    manager = org.make_key(["knowledge", "management"], policy=wide)
+    narrower = default_policy()
+    narrower["rules"].append({"id": "no-hr", "effect": "deny", "kind": "memory_record",
+                              "match": {"labels": {"department": "hr"}}})
+    response = client.put("/key/policy", json=narrower, headers=bearer(manager["secret"]))
     assert response.status_code == 200, response.text
-    assert client.get("/key", headers=bearer(manager["secret"])).json()["policy"] == doc
+    assert client.get("/key", headers=bearer(manager["secret"])).json()["policy"] == narrower
+    # Giving itself back what it gave up is widening: only an administrator may.
+    back = assert_error(client.put("/key/policy", json=wide, headers=bearer(manager["secret"])), 403,
+                        "policy_not_grantable")
+    assert back["param"] == "policy.rules[6]"  # the memory_write rule it gave up
     actions = [e["action"] for e in client.get(f"/tenants/{org.org_id}/keys/audit?key_id={manager['id']}",
                                                 headers=org.admin).json()["data"]]
     assert actions == ["changed", "created"]
+
+
+def test_plt_4_a_management_key_never_widens_policies_nor_touches_administrators_keys(org, client):
+    index = client.post("/indexes", json={"name": "payroll"}, headers=org.admin).json()["id"]
+    own = default_policy()
+    own["indexes"] = [index]
+    own["rules"].append({"id": "no-hr", "effect": "deny", "kind": "memory_record",
+                         "match": {"labels": {"department": "hr"}}})
+    own["settings"] = {"subjects_required": True}
+    manager = org.make_key(["management", "knowledge", "memory"], policy=own)
+    headers = bearer(manager["secret"])
+    keys = f"/tenants/{org.org_id}/keys"
+
+    def create(policy):  # type: ignore[no-untyped-def]
+        body = {"name": "child", "capabilities": ["knowledge"]}
+        if policy is not None:
+            body["policy"] = policy
+        return client.post(keys, json=body, headers=headers)
+
+    every_index = {**own, "indexes": ["*"]}
+    assert assert_error(create(every_index), 403, "policy_not_grantable")["param"] == "policy.indexes"
+    assert assert_error(create(None), 403, "policy_not_grantable")["param"] == "policy.indexes"  # default: "*"
+    writes = {**own, "rules": [*own["rules"], {"id": "w", "effect": "permit", "kind": "memory_write"}]}
+    assert assert_error(create(writes), 403, "policy_not_grantable")["param"] == f"policy.rules[{len(own['rules'])}]"
+    no_deny = {**own, "rules": default_policy()["rules"]}
+    assert assert_error(create(no_deny), 403, "policy_not_grantable")["param"] == "policy.rules"
+    optional = {**own, "settings": {}}
+    assert assert_error(create(optional), 403, "policy_not_grantable")["param"] == "policy.settings.subjects_required"
+    narrower = {**own, "rules": [r for r in own["rules"] if r["kind"] != "thread"]}
+    child = create(narrower)
+    assert child.status_code == 201, child.text
+    child_id = child.json()["id"]
+    # Its own children it may change within its bounds, revoke and delete.
+    widened = client.patch(f"{keys}/{child_id}", json={"policy": every_index}, headers=headers)
+    assert_error(widened, 403, "policy_not_grantable")
+    assert client.patch(f"{keys}/{child_id}", json={"name": "renamed"}, headers=headers).status_code == 200
+    assert client.post(f"{keys}/{child_id}/revoke", headers=headers).status_code == 200
+    assert client.delete(f"{keys}/{child_id}", headers=headers).status_code == 204
+    # Keys an administrator made (itself included) are not its to revoke, delete or change.
+    admins = org.make_key(["knowledge"])
+    for response in (client.post(f"{keys}/{admins['id']}/revoke", headers=headers),
+                     client.delete(f"{keys}/{admins['id']}", headers=headers),
+                     client.patch(f"{keys}/{admins['id']}", json={"name": "x"}, headers=headers),
+                     client.post(f"{keys}/{org.key_id}/revoke", headers=headers),
+                     client.post(f"{keys}/{manager['id']}/revoke", headers=headers)):
+        assert_error(response, 403, "key_created_by_administrator")
+    assert client.get("/key", headers=bearer(admins["secret"])).status_code == 200
 
 
 def test_plt_6_missing_capability_is_403_naming_it(org, client):

@@ -9,7 +9,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access import credentials
-from backend.access.policy import default_policy, parse_policy
+from backend.access.policy import default_policy, parse_policy, widening
 from backend.access.principal import ALL_CAPABILITIES, Principal
 from backend.domains.audit import service as audit
 from backend.domains.audit.service import Actor
@@ -82,11 +82,30 @@ async def _log(db: AsyncSession, row: dict[str, Any], action: str, actor: Actor,
                        object_type="key", object_id=row["id"], detail=detail or {"key": _snapshot(row)})
 
 
+def check_grant(policy: dict[str, Any], granter: Principal | None) -> None:
+    """A key that holds `management` gives no policy wider than its own (PLT-4); administrators give any."""
+    parsed = parse_policy(policy, "policy")
+    if granter is None or granter.is_admin or granter.key is None:
+        return
+    wider = widening(parsed, parse_policy(granter.key["policy"], "policy"))
+    if wider is not None:
+        param, reason = wider
+        raise Forbidden(f"{reason} Only an administrator gives a key more than the granting key has.", param=param,
+                        code="policy_not_grantable")
+
+
+def check_may_change(principal: Principal, row: dict[str, Any]) -> None:
+    """A management key changes, revokes and deletes only keys that keys made, never an administrator's."""
+    if principal.kind == "key" and row["created_by_type"] != "key":
+        raise Forbidden("An administrator made this key, so only an administrator may change, revoke or delete it.",
+                        param="key_id", code="key_created_by_administrator")
+
+
 async def insert_new_key(db: AsyncSession, org_id: str, body: KeyCreate, actor: Actor, *, secret: str,
                          retention_days: int, granter: Principal | None = None) -> tuple[dict[str, Any], str]:
     caps = check_capabilities(list(body.capabilities), granter)
     policy = body.policy if body.policy is not None else default_policy()
-    parse_policy(policy, "policy")
+    check_grant(policy, granter)
     await _check_injection_index(db, org_id, body.memory)
     if body.expires_at is not None and body.expires_at <= datetime.now(UTC):
         raise ValidationFailed("`expires_at` is in the past.", param="expires_at")
@@ -94,7 +113,7 @@ async def insert_new_key(db: AsyncSession, org_id: str, body: KeyCreate, actor: 
     row = await repo.insert_key(db, {
         "id": new_id("key"), "org_id": org_id, "name": body.name, "secret_hash": credentials.hash_secret(key_secret),
         "capabilities": caps, "memory": _memory_config(body.memory), "policy": policy, "privacy": body.privacy,
-        "expires_at": body.expires_at,
+        "expires_at": body.expires_at, "created_by_type": actor.type, "created_by_id": actor.id,
     })
     await _log(db, row, "created", actor, secret=secret, retention_days=retention_days)
     return row, key_secret
@@ -130,6 +149,7 @@ async def list_keys(db: AsyncSession, principal: Principal, org_id: str, after: 
 async def patch_key(db: AsyncSession, principal: Principal, org_id: str, key_id: str, body: KeyPatch, *,
                     secret: str, retention_days: int) -> dict[str, Any]:
     before = await get_key(db, principal, org_id, key_id)
+    check_may_change(principal, before)
     values: dict[str, Any] = {}
     if body.name is not msgspec.UNSET:
         values["name"] = body.name
@@ -139,7 +159,7 @@ async def patch_key(db: AsyncSession, principal: Principal, org_id: str, key_id:
         await _check_injection_index(db, org_id, body.memory)
         values["memory"] = _memory_config(body.memory)
     if body.policy is not msgspec.UNSET:
-        parse_policy(body.policy, "policy")
+        check_grant(body.policy, principal)
         values["policy"] = body.policy
     if body.expires_at is not msgspec.UNSET:
         values["expires_at"] = body.expires_at
@@ -156,6 +176,7 @@ async def patch_key(db: AsyncSession, principal: Principal, org_id: str, key_id:
 async def revoke_key(db: AsyncSession, principal: Principal, org_id: str, key_id: str, *, secret: str,
                      retention_days: int) -> dict[str, Any]:
     before = await get_key(db, principal, org_id, key_id)
+    check_may_change(principal, before)
     if before["revoked_at"] is not None:
         return before
     row = await repo.update_key(db, org_id, key_id, {"revoked_at": datetime.now(UTC)})
@@ -166,6 +187,7 @@ async def revoke_key(db: AsyncSession, principal: Principal, org_id: str, key_id
 async def delete_key(db: AsyncSession, principal: Principal, org_id: str, key_id: str, *, secret: str,
                      retention_days: int) -> None:
     row = await get_key(db, principal, org_id, key_id)
+    check_may_change(principal, row)
     await repo.delete_key(db, org_id, key_id)
     await _log(db, row, "deleted", principal.actor, secret=secret, retention_days=retention_days)
 
@@ -181,7 +203,7 @@ async def put_own_policy(db: AsyncSession, principal: Principal, policy: dict[st
                          retention_days: int) -> dict[str, Any]:
     key = own_key(principal)
     principal.require_management()
-    parse_policy(policy, "policy")
+    check_grant(policy, principal)
     row = await repo.update_key(db, key["org_id"], key["id"], {"policy": policy})
     await _log(db, row, "changed", principal.actor, secret=secret, retention_days=retention_days,
                detail={"before": _snapshot(key), "after": _snapshot(row)})
