@@ -123,53 +123,37 @@ def _instant(value: str | None, name: str) -> Any:
     return parsed
 
 
-def run_export(url: str, org_id: str, kind: str, fmt: str, out: str, *, records: Any = None,
-               items: Any = None, progress: bool = False, block_bytes: int | None = None) -> int:
-    """Write one export file the way `coremem export` does (the benchmark calls this too); returns the rows."""
-    from backend.db.engine import make_engine, make_sessionmaker
-    from backend.domains.exports import service
+def _bar() -> Any:
+    """The export's progress as a rich bar on a terminal: rows of the counted total, rate, elapsed time."""
+    from backend.domains.exports.to_file import Progress
+
+    class Bar(Progress):
+        def __init__(self) -> None:
+            self.bar: Any = None
+
+        def start(self, total: int) -> None:
+            self.bar = _progress(total)
+
+        def advance(self, rows: int) -> None:
+            self.bar[0].advance(self.bar[1], rows)
+
+        def stop(self) -> None:
+            if self.bar is not None:
+                self.bar[0].stop()
+
+    return Bar()
+
+
+def _export(kind: str, fmt: str, out: str, org_id: str | None, **filters: Any) -> int:
+    from backend.domains.exports.to_file import export_to_file
     from backend.errors import ApiError
 
-    secret = get_settings().secret
-
-    async def go() -> int:
-        engine = make_engine(url, pool_size=2)
-        blocks = None
-        try:
-            sessions = make_sessionmaker(engine)
-            async with sessions() as db, db.begin():
-                export = await service.for_org(db, org_id, kind, records=records, items=items)
-                blocks = await service.start(sessions, export, block_bytes or service.BLOCK_BYTES)
-                total = await service.audit_cli(db, export, secret, fmt, blocks.count or 0)
-            written = 0
-            bar = _progress(total) if progress else None
-
-            def advance(rows: int) -> None:
-                nonlocal written
-                written += rows
-                if bar is not None:
-                    bar[0].update(bar[1], completed=written)
-
-            tmp = out + ".part"
-            try:
-                with open(tmp, "wb") as sink:
-                    async for chunk in service.encoded(export, blocks, service.check_format(fmt), advance):
-                        sink.write(chunk)
-                os.replace(tmp, out)
-            finally:
-                if bar is not None:
-                    bar[0].stop()
-                if os.path.exists(tmp):
-                    os.remove(tmp)
-            return written
-        finally:
-            if blocks is not None:
-                blocks.abort()  # closes the COPY's connection if the file was not written; else a no-op
-            await engine.dispose()
-
     try:
-        return asyncio.run(go())
+        return export_to_file(_database_url(), get_settings().secret, kind, fmt, out, org_id=org_id,
+                              progress=_bar() if sys.stdout.isatty() else None, **filters)
     except ApiError as exc:
+        if exc.code == "org_required":
+            raise click.UsageError(exc.message) from exc
         raise click.ClickException(exc.message) from exc
 
 
@@ -196,7 +180,9 @@ def export() -> None:
 
 def _export_options(command: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed([
-        click.option("--org", "org_id", required=True, help="Organisation id; the export sees all of it."),
+        click.option("--org", "org_id", default=None,
+                     help="Organisation id; the export sees all of it. Needed only when the index or thread named, "
+                          "or the database's only organisation, does not say."),
         click.option("--format", "fmt", type=FORMAT_CHOICE, default="parquet", show_default=True),
         click.option("--out", required=True, type=click.Path(dir_okay=False, writable=True), help="File to write."),
         click.option("--since", default=None, help="Created at or after this instant (RFC 3339 with offset)."),
@@ -214,7 +200,7 @@ def _export_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--shared", is_flag=True, help="Only shared records (nobody's).")
 @click.option("--include-expired", is_flag=True, help="Also records past `expires_at`.")
 @click.option("--include-replaced", is_flag=True, help="Also records a correction replaced.")
-def export_records(org_id: str, fmt: str, out: str, since: str | None, until: str | None, index_id: str | None,
+def export_records(org_id: str | None, fmt: str, out: str, since: str | None, until: str | None, index_id: str | None,
                    types: tuple[str, ...], subject: str | None, shared: bool, include_expired: bool,
                    include_replaced: bool) -> None:
     """Memory records as `GET /memory` shows them to an administrator, with effective confidence (EXP-1)."""
@@ -225,7 +211,7 @@ def export_records(org_id: str, fmt: str, out: str, since: str | None, until: st
     f = Filters(index_id=index_id, types=list(types), subject=subject, shared=shared, after=_instant(since, "--since"),
                 before=_instant(until, "--until"), include_expired=include_expired,
                 include_replaced=include_replaced)
-    rows = run_export(_database_url(), org_id, "records", fmt, out, records=f, progress=sys.stdout.isatty())
+    rows = _export("records", fmt, out, org_id, records=f)
     click.echo(f"{rows} records written to {out}")
 
 
@@ -233,13 +219,13 @@ def export_records(org_id: str, fmt: str, out: str, since: str | None, until: st
 @_export_options
 @click.option("--thread", "thread_id", default=None, help="Only this thread.")
 @click.option("--subject", default=None, help="Only items this person wrote.")
-def export_thread_items(org_id: str, fmt: str, out: str, since: str | None, until: str | None,
+def export_thread_items(org_id: str | None, fmt: str, out: str, since: str | None, until: str | None,
                         thread_id: str | None, subject: str | None) -> None:
     """Items of the organisation's threads, by thread and position (EXP-1)."""
     from backend.domains.exports.service import ItemFilters
 
     items = ItemFilters(thread_id, subject, _instant(since, "--since"), _instant(until, "--until"))
-    rows = run_export(_database_url(), org_id, "thread_items", fmt, out, items=items, progress=sys.stdout.isatty())
+    rows = _export("thread_items", fmt, out, org_id, items=items)
     click.echo(f"{rows} thread items written to {out}")
 
 

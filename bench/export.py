@@ -2,10 +2,10 @@
 
 A seeded generator COPYs the records of two organisations (100k and 1M records, texts of 40–400 characters,
 tags, metadata, labels, some commitments) into a scratch embedded PostgreSQL. Each export then runs in a
-subprocess of its own through `backend.cli.run_export` (the code path of `coremem export records`), which
-reports its rows, seconds and peak RSS (`getrusage(RUSAGE_SELF).ru_maxrss`); an export of zero rows gives the
-baseline of an interpreter with everything imported. In the same run, `COPY (SELECT <the same columns>) TO
-STDOUT` reads the same rows, for the throughput goal (export ≥ 50% of COPY's rows/s).
+subprocess of its own through `export_to_file` (backend/domains/exports/to_file.py, the code path of `coremem
+export records`), which reports its rows, seconds and peak RSS (`getrusage(RUSAGE_SELF).ru_maxrss`); an export
+of zero rows gives the baseline of an interpreter with everything imported. In the same run, `COPY (SELECT <the
+same columns>) TO STDOUT` reads the same rows, for the throughput goal (export ≥ 50% of COPY's rows/s).
 
     make bench-export                 # builds the data set once (kept in .coremem/bench-export-pg)
     python -m bench.export --rebuild
@@ -116,12 +116,13 @@ def build(url: str, rebuild: bool) -> dict[str, Any]:
 
 def child(url: str, org_id: str, out: str, empty: bool) -> None:
     """One export in this process; prints rows, seconds and this process's peak RSS as JSON."""
-    from backend.cli import run_export
+    from backend.config import get_settings
+    from backend.domains.exports.to_file import export_to_file
     from backend.domains.memory.repository import Filters
 
     f = Filters(types=["no_such_type"]) if empty else Filters()
     started = time.perf_counter()
-    rows = run_export(url, org_id, "records", "parquet", out, records=f)
+    rows = export_to_file(url, get_settings().secret, "records", "parquet", out, org_id=org_id, records=f)
     seconds = time.perf_counter() - started
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"rows": rows, "seconds": seconds, "peak_rss_mib": peak_kib / 1024,
@@ -204,7 +205,7 @@ def main() -> None:
         "# Export benchmark (EXP-1)", "",
         f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {platform.node()} ({platform.machine()}, "
         f"{os.cpu_count()} CPUs), Python {platform.python_version()}, embedded PostgreSQL (pgserver), "
-        f"`python -m bench.export`. Each export is `backend.cli.run_export` (the `coremem export records "
+        f"`python -m bench.export`. Each export is `export_to_file` (the `coremem export records "
         f"--format parquet` path) in a subprocess of its own; peak RSS is that process's `ru_maxrss`. "
         f"COPY reads `COPY (SELECT the same columns) TO STDOUT` of the same rows in the same run.", "",
         *lines, "",

@@ -51,12 +51,13 @@ from pathlib import Path
 from typing import Any
 
 SEED = 20261204
-DATA_VERSION = 1
+DATA_VERSION = 2
 DATABASE = "coremem_bench_http"
 PGDATA = Path(".coremem/bench-http-pg")
 RESULTS = Path(__file__).parent / "results" / "http.md"
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "bench-http-secret-" + "x" * 32
+ORG, WRITES_ORG = "Bench HTTP", "Bench HTTP writes"
 PERSON = "anna"
 OTHERS = 2_000  # other people with records in the same index
 OTHER_RECORDS = 50_000
@@ -200,7 +201,7 @@ def open_database(pgdata: Path) -> tuple[str, Any]:
     return socket_url(pgdata, DATABASE), server
 
 
-def _bootstrap(url: str) -> dict[str, Any]:
+def _bootstrap(url: str, org_name: str) -> dict[str, Any]:
     """`coremem bootstrap`'s service: the organisation, its administrator and a key whose policy permits writes."""
     import asyncio
 
@@ -211,7 +212,7 @@ def _bootstrap(url: str) -> dict[str, Any]:
         engine = make_engine(url, pool_size=1)
         try:
             async with make_sessionmaker(engine)() as db, db.begin():
-                return await service.bootstrap(db, org_name="Bench HTTP", admin_email="bench-http@bench.local",
+                return await service.bootstrap(db, org_name=org_name, admin_email="bench-http@bench.local",
                                                secret=SECRET, key_retention_days=400, ttl_seconds=3600)
         finally:
             await engine.dispose()
@@ -219,8 +220,9 @@ def _bootstrap(url: str) -> dict[str, Any]:
     return asyncio.run(go())
 
 
-def _api(client: Any, method: str, path: str, expected: int, subject: str | None = None, **kwargs: Any) -> Any:
-    headers = {"X-Core-Subject": json.dumps({"id": subject})} if subject else {}
+def _api(client: Any, method: str, path: str, expected: int, subject: str | None = None,
+         headers: dict[str, str] | None = None, **kwargs: Any) -> Any:
+    headers = {**(headers or {}), **({"X-Core-Subject": json.dumps({"id": subject})} if subject else {})}
     response = client.request(method, path, headers=headers, **kwargs)
     if response.status_code != expected:
         raise InvalidRun(f"{method} {path} answered {response.status_code}, not {expected}: {response.text}")
@@ -266,17 +268,18 @@ def build(url: str, logs: Path, rebuild: bool) -> dict[str, Any]:
     started = time.monotonic()
     rng = random.Random(SEED)
     print("building the data set …", flush=True)
-    old = conn.execute("SELECT id FROM orgs WHERE name = 'Bench HTTP'").fetchone()
-    if old:  # everything of the organisation goes with it (foreign keys cascade)
-        conn.execute("DELETE FROM orgs WHERE id = %s", (old[0],))
+    # Everything of the organisations goes with them (foreign keys cascade); the administrator is shared.
+    conn.execute("DELETE FROM orgs WHERE name IN (%s, %s)", (ORG, WRITES_ORG))
     conn.execute("DELETE FROM bench_meta WHERE key = 'http'")
-    boot = _bootstrap(url)
+    boot = _bootstrap(url, ORG)
     org_id, key = boot["org_id"], boot["key"]
+    writes = _bootstrap(url, WRITES_ORG)
     product = start_product(url, logs)
     try:
         with httpx.Client(base_url=product.base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as api:
             index_id = _api(api, "POST", "/indexes", 201, json={"name": "bench-http"})["id"]
-            writes_id = _api(api, "POST", "/indexes", 201, json={"name": "bench-http-writes"})["id"]
+            writes_id = _api(api, "POST", "/indexes", 201, json={"name": "bench-http-writes"},
+                             headers={"Authorization": f"Bearer {writes['key']}"})["id"]
             # Her records and the shared ones arrive between batches of everyone else's, so the ids (time
             # ordered) interleave and her newest page lies among thousands of other people's records.
             batches = 5
@@ -329,7 +332,8 @@ def build(url: str, logs: Path, rebuild: bool) -> dict[str, Any]:
                              AND t.id = i.thread_id WHERE i.org_id = %s AND (t.subject = %s OR t.subject IS NULL)
                              AND i.tsv @@ websearch_to_tsquery('simple', %s)""", (org_id, PERSON, WORD)).fetchone()
     meta = {"seed": SEED, "version": DATA_VERSION, "org_id": org_id, "key": key, "key_id": boot["key_id"],
-            "index_id": index_id, "writes_index_id": writes_id, "records": counts[0], "anna": counts[1],
+            "index_id": index_id, "writes_org_id": writes["org_id"], "writes_key": writes["key"],
+            "writes_key_id": writes["key_id"], "writes_index_id": writes_id, "records": counts[0], "anna": counts[1],
             "shared": counts[2], "owners": counts[3], "threads": sum(THREADS.values()), "messages": messages[0],
             "word": WORD, "word_hits_for_anna": hits[0], "built_in_s": round(time.monotonic() - started),
             "built_at": datetime.now(UTC).isoformat(timespec="seconds")}
@@ -340,12 +344,14 @@ def build(url: str, logs: Path, rebuild: bool) -> dict[str, Any]:
 
 
 def clear_writes(url: str, meta: dict[str, Any]) -> int:
-    """Remove what (f) and (g) wrote (their own index, so GET /memory's page never changes during a run)."""
+    """Remove what (f) and (g) wrote. They write into an organisation of their own, so that the read scenarios
+    see the same data in every round: GET /memory's statement reads every record the person and the shared
+    owner have in the organisation (see bench/results/http.md), so thousands of written facts slow it down."""
     import psycopg
 
     with psycopg.connect(plain(url), autocommit=True) as conn:
         deleted = conn.execute("DELETE FROM memory_records WHERE org_id = %s AND index_id = %s",
-                               (meta["org_id"], meta["writes_index_id"])).rowcount
+                               (meta["writes_org_id"], meta["writes_index_id"])).rowcount
         conn.execute("VACUUM ANALYZE memory_records")
         conn.execute("VACUUM ANALYZE memory_versions")
     return deleted
@@ -363,6 +369,7 @@ class Scenario:
     expected: int = 200
     subject: bool = False
     body: str | None = None
+    credential: str = "key"  # the writes use the key of the second organisation, "writes_key"
 
 
 def scenarios(meta: dict[str, Any]) -> list[Scenario]:
@@ -377,8 +384,9 @@ def scenarios(meta: dict[str, Any]) -> list[Scenario]:
         Scenario("c", "product", "GET", "/key", "GET /key"),
         Scenario("d", "product", "GET", memory, f"GET /memory?index_id=…&limit={PAGE} for {PERSON}", subject=True),
         Scenario("e", "product", "GET", search, f"GET /thread-items?q={meta['word']} for {PERSON}", subject=True),
-        Scenario("f", "product", "POST", "/memory", f"POST /memory, a fact for {PERSON}", 201, True, write),
-        Scenario("g", "baseline", "POST", "/memory", "bare handler, `WRITE_SQL`", 201, True, write),
+        Scenario("f", "product", "POST", "/memory", f"POST /memory, a fact for {PERSON}", 201, True, write,
+                 "writes_key"),
+        Scenario("g", "baseline", "POST", "/memory", "bare handler, `WRITE_SQL`", 201, True, write, "writes_key"),
     ]
 
 
@@ -526,9 +534,10 @@ def check_equivalence(product: Server, baseline: Server, meta: dict[str, Any], u
         if not found["search"]["data"]:
             raise InvalidRun(f"GET /thread-items?q={meta['word']} found nothing")
         written = []
+        writer = {"Authorization": f"Bearer {meta['writes_key']}", "X-Core-Subject": json.dumps({"id": PERSON}),
+                  "Content-Type": "application/json"}
         for server in (product, baseline):
-            answer = http.post(server.base + "/memory", headers={**person, "Content-Type": "application/json"},
-                               content=by["f"].body)
+            answer = http.post(server.base + "/memory", headers=writer, content=by["f"].body)
             if answer.status_code != 201:
                 raise InvalidRun(f"POST /memory on the {server.name} answered {answer.status_code}: {answer.text}")
             written.append(answer.json())
@@ -539,9 +548,9 @@ def check_equivalence(product: Server, baseline: Server, meta: dict[str, Any], u
         stored = []
         for doc in written:
             record = conn.execute("SELECT * FROM memory_records WHERE org_id = %s AND id = %s",
-                                  (meta["org_id"], doc["id"])).fetchone()
+                                  (meta["writes_org_id"], doc["id"])).fetchone()
             versions = conn.execute("SELECT * FROM memory_versions WHERE org_id = %s AND record_id = %s",
-                                    (meta["org_id"], doc["id"])).fetchall()
+                                    (meta["writes_org_id"], doc["id"])).fetchall()
             names = [c.name for c in conn.execute("SELECT * FROM memory_records LIMIT 0").description]
             vnames = [c.name for c in conn.execute("SELECT * FROM memory_versions LIMIT 0").description]
             stored.append(({n: str(x) for n, x in zip(names, record, strict=True) if n not in moment},
@@ -577,12 +586,12 @@ def measure(product: Server, baseline: Server, meta: dict[str, Any], rounds: int
         scripts = Path(tmp)
         print(f"warm-up: {warmup:g} s per scenario at {CONNECTIONS[-1]} connections", flush=True)
         for s in plan:
-            run_wrk(s, servers[s.server].base, meta["key"], CONNECTIONS[-1], warmup, scripts)
+            run_wrk(s, servers[s.server].base, meta[s.credential], CONNECTIONS[-1], warmup, scripts)
         for number in range(1, rounds + 1):
             for connections in CONNECTIONS:
                 line = []
                 for s in plan:
-                    sample = run_wrk(s, servers[s.server].base, meta["key"], connections, seconds, scripts)
+                    sample = run_wrk(s, servers[s.server].base, meta[s.credential], connections, seconds, scripts)
                     results.samples.setdefault((s.name, connections), []).append(sample)
                     line.append(f"{s.name} {sample.rps:,.0f}")
                 print(f"round {number}/{rounds}, {connections} conn: " + ", ".join(line) + " req/s", flush=True)

@@ -259,6 +259,27 @@ def test_exp_1_cli_filters_and_refusals(mem, seeded, database_url, settings, tmp
     assert not (tmp_path / "x").exists()
 
 
+def test_exp_1_cli_finds_the_organisation_from_the_index_or_thread(mem, seeded, org, client, database_url,
+                                                                      settings, tmp_path):
+    """EXP-1 names no `--org`: the index (or thread) says whose export it is; `--org` is asked for only when
+    the organisation is ambiguous (this database holds two)."""
+    out = tmp_path / "by-index.parquet"
+    done = _cli(database_url, settings.secret, "records", "--out", str(out), "--index", mem.index_id)
+    assert done.returncode == 0, done.stderr
+    assert sorted(pl.read_parquet(out)["id"].to_list()) == sorted(r["id"] for r in seeded.values())
+    thread = new_thread(client, bearer(org.key, "erin"), items=[msg("user", "hello")])
+    by_thread = _cli(database_url, settings.secret, "thread-items", "--out", str(out), "--thread", thread["id"])
+    assert by_thread.returncode == 0, by_thread.stderr
+    assert pl.read_parquet(out)["thread_id"].to_list() == [thread["id"]]
+    ambiguous = _cli(database_url, settings.secret, "records", "--out", str(out))
+    assert ambiguous.returncode == 2 and "--org" in ambiguous.stderr
+    unknown = _cli(database_url, settings.secret, "records", "--out", str(out), "--index", "idx_nope")
+    assert unknown.returncode != 0 and "idx_nope" in unknown.stderr
+    mismatch = _cli(database_url, settings.secret, "records", "--org", mem.org.org_id, "--out", str(out), "--index",
+                    mem.index_id.replace(mem.index_id[-4:], "zzzz"))
+    assert mismatch.returncode != 0
+
+
 def test_exp_1_cli_exports_thread_items(org, client, database_url, settings, tmp_path, db):
     headers = bearer(org.key, "carla")
     thread = new_thread(client, headers, items=[msg("user", TRICKY), msg("assistant", "Noted, Carla.")])
@@ -308,8 +329,8 @@ def test_exp_4_records_frame_over_real_http(mem, seeded, live_api):
 
 def test_exp_1_tiny_blocks_cut_only_between_rows(mem, seeded, client, database_url, settings, tmp_path):
     """Blocks far smaller than a row still split only at row ends, also inside quoted multi-line text."""
-    from backend.cli import run_export
     from backend.domains.exports.repository import _row_end
+    from backend.domains.exports.to_file import export_to_file
     from backend.domains.memory.repository import Filters
 
     block = b'a,"x\ny ""q""\nz",1\nb,"\n",2\nc,"open'
@@ -318,8 +339,8 @@ def test_exp_1_tiny_blocks_cut_only_between_rows(mem, seeded, client, database_u
     reference = export(client, mem.admin, "parquet", index_id=mem.index_id)
     for fmt in ("parquet", "csv", "ndjson"):
         out = tmp_path / f"tiny.{fmt}"
-        rows = run_export(database_url, mem.org.org_id, "records", fmt, str(out),
-                          records=Filters(index_id=mem.index_id), block_bytes=16)
+        rows = export_to_file(database_url, settings.secret, "records", fmt, str(out), org_id=mem.org.org_id,
+                              records=Filters(index_id=mem.index_id), block_bytes=16)
         assert rows == len(seeded)
         assert read(out.read_bytes(), fmt).equals(reference)
 

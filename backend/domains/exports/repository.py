@@ -15,16 +15,33 @@ from typing import Any
 from sqlalchemy import BigInteger, ColumnElement, Text, cast, func, select
 from sqlalchemy.dialects.postgresql import TIMESTAMP
 from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
+from backend.db.models import KnowledgeIndex, Org, table_of
 from backend.domains.memory.repository import Filters, R, filter_clauses, readable, record_columns
 from backend.domains.threads.repository import I, T
+
+IDX = table_of(KnowledgeIndex)
+ORGS = table_of(Org)
 
 PLAIN = ("id", "index_id", "subject", "type", "text")
 AFTER_LABELS = ("confidence", "effective_confidence", "contested", "contested_with", "recall_count", "source",
                 "verified", "key", "tags", "priority")
 EPISODE_TEXT = ("thread_id", "first_item_id", "last_item_id", "intent", "result", "result_basis", "agent_id",
                 "agent_version")
+
+
+async def org_of_index(db: AsyncSession, index_id: str) -> str | None:
+    return (await db.execute(select(IDX.c.org_id).where(IDX.c.id == index_id))).scalar()
+
+
+async def org_of_thread(db: AsyncSession, thread_id: str) -> str | None:
+    return (await db.execute(select(T.c.org_id).where(T.c.id == thread_id))).scalar()
+
+
+async def org_ids(db: AsyncSession, limit: int) -> list[str]:
+    return list((await db.execute(select(ORGS.c.id).order_by(ORGS.c.id).limit(limit))).scalars())
 
 
 def _micros(value: Any) -> ColumnElement[Any]:

@@ -34,7 +34,7 @@ from backend.domains.memory import decay
 from backend.domains.memory import service as memory
 from backend.domains.memory.repository import Filters
 from backend.domains.orgs import repository as orgs_repo
-from backend.errors import NotFound, ValidationFailed
+from backend.errors import BadRequest, NotFound, ValidationFailed
 
 BLOCK_BYTES = 16 * 2**20
 
@@ -103,16 +103,40 @@ async def for_request(db: AsyncSession, sessions: async_sessionmaker[AsyncSessio
     return export, blocks
 
 
-async def for_org(db: AsyncSession, org_id: str, kind: str, *, records: Filters | None = None,
+async def organisation_of(db: AsyncSession, org_id: str | None, *, index_id: str | None = None,
+                          thread_id: str | None = None) -> str:
+    """Whose export it is: `--org`, else the organisation of the index or thread named, else the only one."""
+    for kind, named, lookup in (("index", index_id, repo.org_of_index), ("thread", thread_id, repo.org_of_thread)):
+        if named is None:
+            continue
+        owner = await lookup(db, named)
+        if owner is None or (org_id is not None and owner != org_id):
+            where = f" in the organisation {org_id!r}" if org_id is not None else ""
+            raise NotFound(f"No {kind} {named!r}{where}.", param=kind)
+        org_id = owner
+    if org_id is None:
+        found = await repo.org_ids(db, limit=6)
+        if len(found) != 1:
+            listed = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+            raise BadRequest("This database holds " + (f"several organisations ({listed})" if found else
+                             "no organisation") + "; name one with --org.", param="org", code="org_required")
+        org_id = found[0]
+    return org_id
+
+
+async def for_org(db: AsyncSession, org_id: str | None, kind: str, *, records: Filters | None = None,
                   items: ItemFilters | None = None) -> Export:
     """The CLI reads as the organisation: every index, every owner, the organisation's half-lives (MEM-9)."""
+    f = records or Filters()
+    i = items or ItemFilters()
+    org_id = await organisation_of(db, org_id, index_id=f.index_id if kind == "records" else None,
+                                   thread_id=i.thread_id if kind == "thread_items" else None)
     org = await orgs_repo.get(db, org_id)
     if org is None:
         raise NotFound(f"No organisation {org_id!r}.", param="org")
-    f = records or Filters()
     memory.check_owner_filters(f)
     scope = Scope(org_id, Requester(None, {}), None, (), unrestricted=True)
-    return Export(kind, scope, decay.half_lives(org, None), f, items or ItemFilters())
+    return Export(kind, scope, decay.half_lives(org, None), f, i)
 
 
 async def audit_cli(db: AsyncSession, export: Export, secret: str, fmt: str, count: int) -> int:
