@@ -107,6 +107,23 @@ def test_mem_13_hashing_index_blends_vectors_into_search(mem: Mem, client: Any, 
                               headers=mem.bob())) == []
 
 
+def test_mem_13_search_across_indexes_blends_each_embedding_index(mem: Mem, client: Any) -> None:
+    """Without `index_id`, every embedding index the request reaches blends its own vectors (each with the query
+    embedded by its own provider and dimensions); records of an index without embeddings are found by words."""
+    wide = make_index(mem.org, {"provider": "hashing", "model": "feature-hash", "dimensions": 384})
+    narrow = make_index(mem.org, {"provider": "hashing", "model": "feature-hash", "dimensions": 256})
+    in_wide = mem.write(mem.anna(), "Prefers zanzibar quokka tea", index_id=wide)
+    in_narrow = mem.write(mem.anna(), "Brews zanzibar quokka tea daily", index_id=narrow)
+    plain = mem.write(mem.anna(), "Prefers zanzibar quokka tea")  # mem.index_id embeds nothing
+    everywhere = mem.ids(client.get("/memory/search", params={"q": "zanzibar quokka tea in the morning"},
+                                    headers=mem.anna()))
+    assert set(everywhere) == {in_wide["id"], in_narrow["id"]}
+    by_words = mem.ids(client.get("/memory/search", params={"q": "zanzibar quokka"}, headers=mem.anna()))
+    assert set(by_words) == {in_wide["id"], in_narrow["id"], plain["id"]}
+    assert mem.ids(client.get("/memory/search", params={"q": "zanzibar quokka tea in the morning"},
+                              headers=mem.bob())) == []
+
+
 def test_plt_13_openai_compatible_embeddings_through_a_scripted_server(mem: Mem, client: Any, db: Any,
                                                                        embedding_server: str) -> None:
     config = {"provider": "openai_compatible", "model": "tiny-embed", "dimensions": DIMS, "base_url": embedding_server}

@@ -40,3 +40,8 @@ async def delete_index(db: AsyncSession, org_id: str, index_id: str) -> None:
 
 async def exists(db: AsyncSession, org_id: str, index_id: str) -> bool:
     return (await db.execute(select(T.c.id).where(T.c.org_id == org_id, T.c.id == index_id))).first() is not None
+
+
+async def embedding_indexes(db: AsyncSession, scope: Scope) -> list[dict[str, Any]]:
+    query = select(T).where(T.c.org_id == scope.org_id, scope.index_clause(T.c.id), T.c.embedding.is_not(None))
+    return [dict(r._mapping) for r in (await db.execute(query.order_by(T.c.id))).all()]

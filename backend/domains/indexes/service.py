@@ -32,6 +32,11 @@ async def reachable(db: AsyncSession, scope: Scope, index_id: str, param: str = 
     return row
 
 
+async def embedding_indexes(db: AsyncSession, scope: Scope) -> list[dict[str, Any]]:
+    """Every index the scope reaches whose records are embedded."""
+    return await repo.embedding_indexes(db, scope)
+
+
 async def create(db: AsyncSession, principal: Principal, scope: Scope, body: IndexCreate,
                  secret: str) -> dict[str, Any]:
     principal.require("knowledge")

@@ -27,6 +27,7 @@ from sqlalchemy import (
     select,
     text,
     true,
+    union_all,
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -282,27 +283,43 @@ async def bump_recall(db: AsyncSession, org_id: str, ids: Sequence[str]) -> None
                          .values(recall_count=R.c.recall_count + 1))
 
 
+@dataclass(frozen=True)
+class QueryVector:
+    """The query embedded by one embedding setting, for the indexes that share it."""
+
+    index_ids: tuple[str, ...]
+    vector: list[float]
+
+
+def _nearest(where: list[ColumnElement[bool]], query: QueryVector) -> Any:
+    """The nearest records of these indexes to the query vector (the HNSW index of its dimensions serves it)."""
+    dims = len(query.vector)
+    qv = cast(bindparam(None, query.vector, type_=Vector()), Vector(dims))
+    distance = cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
+    return (select(R.c.id.label("id"), (1 - distance).label("similarity"))
+            .where(*where, R.c.index_id.in_(query.index_ids), func.vector_dims(R.c.embedding) == dims)
+            .order_by(distance).limit(CANDIDATES))
+
+
 async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters, q: str,
-                 vector: list[float] | None, limit: int) -> list[dict[str, Any]]:
-    """Full-text hits blended with nearest vectors (MEM-13); both candidate sets are scoped in SQL."""
+                 vectors: Sequence[QueryVector], limit: int) -> list[dict[str, Any]]:
+    """Full-text hits blended with the nearest vectors of each embedding setting (MEM-13); every candidate set
+    is scoped in SQL."""
     where = [*readable(scope), *filter_clauses(replace(f, q=None), half_lives)]
     query_ts = tsquery(q)
     text_score = func.ts_rank_cd(R.c.search, query_ts, 32)
     text_hits = (select(R.c.id.label("id"), text_score.label("text_score"))
                  .where(*where, R.c.search.op("@@")(query_ts))
                  .order_by(text_score.desc(), R.c.id.desc()).limit(CANDIDATES).subquery("text_hits"))
-    if vector is None:
+    if not vectors:
         score: ColumnElement[Any] = text_hits.c.text_score
         hits = select(text_hits.c.id, score.label("score")).subquery("hits")
     else:
         # An HNSW scan returns at most ef_search rows (pgvector 0.6): let it offer every candidate we take.
         await db.execute(text(f"SET LOCAL hnsw.ef_search = {CANDIDATES}"))
-        dims = len(vector)
-        qv = cast(bindparam("query_vector", vector, type_=Vector()), Vector(dims))
-        distance = cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
-        vec_hits = (select(R.c.id.label("id"), (1 - distance).label("similarity"))
-                    .where(*where, func.vector_dims(R.c.embedding) == dims)
-                    .order_by(distance).limit(CANDIDATES).subquery("vec_hits"))
+        nearest = [_nearest(where, query).subquery() for query in vectors]
+        vec_hits = (nearest[0] if len(nearest) == 1 else
+                    union_all(*[select(n) for n in nearest]).subquery()).alias("vec_hits")
         joined = text_hits.join(vec_hits, text_hits.c.id == vec_hits.c.id, full=True)
         hit_id = func.coalesce(text_hits.c.id, vec_hits.c.id)
         similarity = func.coalesce(vec_hits.c.similarity, 0)

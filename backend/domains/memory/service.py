@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -594,14 +595,29 @@ def query_for_embedding(q: str) -> str:
     return " ".join(words)
 
 
+async def query_vectors(db: AsyncSession, r: Reader, index: dict[str, Any] | None, q: str
+                        ) -> list[repo.QueryVector]:
+    """The query embedded once per embedding setting among the searched indexes: the named index, else every
+    index the request reaches (indexes that share a setting share one provider call and one vector scan)."""
+    words = query_for_embedding(q)
+    if not words:
+        return []
+    searched = [index] if index is not None else await indexes.embedding_indexes(db, r.scope)
+    by_setting: dict[str, list[dict[str, Any]]] = {}
+    for found in searched:
+        if found.get("embedding"):
+            by_setting.setdefault(json.dumps(found["embedding"], sort_keys=True), []).append(found)
+    groups = list(by_setting.values())
+    embedded = await asyncio.gather(*[embed(group[0], [words]) for group in groups])
+    return [repo.QueryVector(tuple(i["id"] for i in group), vectors[0])
+            for group, vectors in zip(groups, embedded, strict=True) if vectors[0] is not None]
+
+
 async def search(db: AsyncSession, r: Reader, f: Filters, q: str, limit: int, *,
                  route: str = "GET /memory/search") -> list[dict[str, Any]]:
-    """MEM-13: full text (web-search syntax) blended with vector similarity when the index embeds."""
+    """MEM-13: full text (web-search syntax) blended with vector similarity in every index that embeds."""
     index = await check_filters(db, r, f)
-    vector = None
-    words = query_for_embedding(q)
-    if index is not None and index.get("embedding") and words:
-        vector = (await embed(index, [words]))[0]
-    rows = await repo.search(db, r.scope, r.half_lives, f, q, vector, limit)
+    vectors = await query_vectors(db, r, index, q)
+    rows = await repo.search(db, r.scope, r.half_lives, f, q, vectors, limit)
     await audit_read(db, r, route, [row["id"] for row in rows], describe_filters(r, f, q=True))
     return rows
