@@ -50,8 +50,8 @@ from shared.schemas.threads import (
 if TYPE_CHECKING:
     import polars as pl
 
-T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)
+_T = TypeVar("_T")
+_T_co = TypeVar("_T_co", covariant=True)
 ORG_HEADER = "X-Core-Org"
 API_URL_ENV = "CORE_API_URL"  # where the dashboard (and scripts) find the API
 DEFAULT_API_URL = "http://127.0.0.1:8000"
@@ -224,8 +224,8 @@ class CoreClient:
             raise ApiError.from_response(response)
         return response
 
-    def _call(self, method: str, path: str, result: type[T], *, params: Mapping[str, QueryValue] | None = None,
-              body: Any = None) -> T:
+    def _call(self, method: str, path: str, result: type[_T], *, params: Mapping[str, QueryValue] | None = None,
+              body: Any = None) -> _T:
         response = self._send(method, path, params=params, body=body)
         try:
             return msgspec.json.decode(response.content, type=result)
@@ -426,15 +426,15 @@ class CoreClient:
             "metadata": [f"{k}:{v}" for k, v in notes], "metadata_by": notes_by, "cursor": cursor, "limit": limit})
 
 
-class _Paged(Protocol[T_co]):
+class _Paged(Protocol[_T_co]):
     @property
-    def data(self) -> Sequence[T_co]: ...
+    def data(self) -> Sequence[_T_co]: ...
 
     @property
     def next_cursor(self) -> str | None: ...
 
 
-def _walk(fetch: Callable[[str | None], _Paged[T_co]]) -> Iterator[T_co]:
+def _walk(fetch: Callable[[str | None], _Paged[_T_co]]) -> Iterator[_T_co]:
     """Every item of a `{data, next_cursor}` list, one page at a time."""
     cursor: str | None = None
     while True:
@@ -466,8 +466,19 @@ def records_frame(base_url: str, key: str, *, org_id: str | None = None, timeout
         return pl.read_parquet(spool)
 
 
-__all__ = ["API_URL_ENV", "DEFAULT_API_URL", "ApiError", "AuditFilter", "CoreClient", "chain_summary",
-           "records_frame"]
-
-__all__ = ["API_URL_ENV", "DEFAULT_API_URL", "ApiError", "AuditFilter", "CoreClient", "MemoryFilter",
-           "chain_summary"]
+__all__ = (
+    "API_URL_ENV",
+    "DEFAULT_API_URL",
+    "DEFAULT_TIMEOUT",
+    "ORG_HEADER",
+    "ActorType",
+    "ApiError",
+    "AuditFilter",
+    "CoreClient",
+    "ExportFormat",
+    "MemoryFilter",
+    "Outcome",
+    "QueryValue",
+    "chain_summary",
+    "records_frame",
+)

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-__all__ = ["UNSET", "ErrorBody", "Instant", "Model", "UnsetType"]
+__all__ = ("UNSET", "ErrorBody", "Instant", "JSONObject", "Model", "UnsetType")
+
 
 # An input instant must carry its offset (PLT-15); msgspec refuses naive ones with a validation error.
 Instant = Annotated[datetime, msgspec.Meta(tz=True)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -242,4 +242,40 @@ class Ready(Model):
     head: str
 
 
-__all__ = [name for name in dir() if name[0].isupper()] + ["Any"]
+__all__ = (
+    "AdminOut",
+    "AuditActor",
+    "AuditEventOut",
+    "AuditPage",
+    "Capability",
+    "ChainStatus",
+    "EmbeddingConfig",
+    "HalfLife",
+    "Health",
+    "HelperModel",
+    "Improvements",
+    "IndexCreate",
+    "IndexOut",
+    "IndexPage",
+    "InjectionBlock",
+    "KeyAuditEntry",
+    "KeyAuditPage",
+    "KeyCreate",
+    "KeyCreated",
+    "KeyMemoryConfig",
+    "KeyOut",
+    "KeyPage",
+    "KeyPatch",
+    "LoginIn",
+    "LoginOut",
+    "Name",
+    "OrgMemory",
+    "OrgOut",
+    "OrgPage",
+    "OrgPatch",
+    "PolicyIn",
+    "Ready",
+    "SubjectIn",
+    "SubjectTokenIn",
+    "SubjectTokenOut",
+)

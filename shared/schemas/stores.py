@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 
-from shared.schemas.common import UNSET, Instant, JSONObject, Model, UnsetType
+from shared.schemas.common import UNSET, Instant, Model, UnsetType
 
 SectionName = Literal["commitments", "behaviour", "about_this_person", "organisation", "past_sessions"]
 Tokens = Annotated[int, msgspec.Meta(ge=0, le=1_000_000)]
@@ -123,4 +123,21 @@ class PreviewOut(Model):
     note: str | None  # why nothing is injected, or where the block comes from, in words
 
 
-__all__ = [name for name in dir() if name[0].isupper()] + ["Any", "JSONObject"]
+__all__ = (
+    "CommitmentsSettings",
+    "InjectionSettings",
+    "LeftOutRecord",
+    "LessonsSettings",
+    "MaintenanceSettings",
+    "PreviewIn",
+    "PreviewOut",
+    "PreviewRecord",
+    "PreviewSubject",
+    "PreviewTrace",
+    "PromotionSettings",
+    "SectionName",
+    "StoreSections",
+    "StoreSettingsOut",
+    "StoreSettingsPatch",
+    "Tokens",
+)
