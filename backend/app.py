@@ -33,10 +33,11 @@ from backend.http import (
     handle_http,
     handle_internal,
     handle_validation,
+    provide_context,
     provide_db,
-    provide_principal,
     refuse_nul_in_url,
 )
+from backend.params import provide_page
 from shared.schemas.common import ErrorBody
 from shared.schemas.platform import Health, Ready
 
@@ -97,7 +98,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
                         IndexController, AuditController, StoreController, ThreadController,
                         ThreadItemSearchController, ExportController, MemoryController, ToolController,
                         SubjectController],
-        dependencies={"db": Provide(provide_db), "principal": Provide(provide_principal)},
+        dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page)},
         before_request=refuse_nul_in_url,
         exception_handlers={
             ApiError: handle_api_error,

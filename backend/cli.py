@@ -204,13 +204,13 @@ def export_records(org_id: str | None, fmt: str, out: str, since: str | None, un
                    types: tuple[str, ...], subject: str | None, shared: bool, include_expired: bool,
                    include_replaced: bool) -> None:
     """Memory records as `GET /memory` shows them to an administrator, with effective confidence (EXP-1)."""
-    from backend.domains.memory.repository import Filters
+    from shared.schemas.memory import MemoryQuery
 
     if subject is not None and shared:
         raise click.UsageError("--subject and --shared exclude each other.")
-    f = Filters(index_id=index_id, types=list(types), subject=subject, shared=shared, after=_instant(since, "--since"),
-                before=_instant(until, "--until"), include_expired=include_expired,
-                include_replaced=include_replaced)
+    f = MemoryQuery(index_id=index_id, type=list(types), subject=subject, shared=shared,
+                    after=_instant(since, "--since"), before=_instant(until, "--until"),
+                    include_expired=include_expired, include_replaced=include_replaced)
     rows = _export("records", fmt, out, org_id, records=f)
     click.echo(f"{rows} records written to {out}")
 

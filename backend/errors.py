@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+NUL_MESSAGE = "Text may not contain the NUL character (U+0000)."
 THREADS_MISSING_MESSAGE = (
     "This key does not hold the `threads` capability, so no response or thread was kept for it to continue "
     "or read back. Send the whole conversation in the request, or use a key that holds `threads`."

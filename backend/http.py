@@ -1,14 +1,12 @@
-"""Request plumbing shared by every controller: the transaction, the caller, paging and error mapping."""
+"""Request plumbing: the transaction and the request context every route gets, and the one mapping of errors to
+the PLT-14 body."""
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import re
 import uuid
 from collections.abc import AsyncGenerator
-from datetime import datetime
 from typing import Any
 
 from litestar import Request, Response
@@ -17,20 +15,14 @@ from litestar.exceptions import HTTPException, NotAuthorizedException, Validatio
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.access import principal as principal_mod
-from backend.access.principal import Principal
+from backend import contexts
+from backend.access.context import RequestContext
+from backend.access.principal import ORG_HEADER
 from backend.access.subjects import SUBJECT_HEADER
-from backend.config import Settings
 from backend.domains.audit import service as audit
-from backend.errors import ApiError, BadRequest, PolicyDenied, ValidationFailed
+from backend.errors import NUL_MESSAGE, ApiError, PolicyDenied, ValidationFailed
 
 log = logging.getLogger("coremem")
-MAX_PAGE = 200
-
-
-def settings_of(state: State) -> Settings:
-    settings: Settings = state.settings
-    return settings
 
 
 async def provide_db(state: State) -> AsyncGenerator[AsyncSession, None]:
@@ -57,45 +49,12 @@ async def _keep_denied_event(state: State, denied: PolicyDenied) -> None:
         )
 
 
-async def provide_principal(request: Request, db: AsyncSession, state: State) -> Principal:
-    return await principal_mod.resolve(
-        db, secret=state.settings.secret, authorization=request.headers.get("authorization"),
-        subject_header=request.headers.get(SUBJECT_HEADER), org_header=request.headers.get(principal_mod.ORG_HEADER),
-        path_org_id=request.path_params.get("org_id"),
-    )
-
-
-def deny(principal: Principal, message: str, *, action: str, object_type: str, object_id: str | None = None,
-         detail: dict[str, Any] | None = None) -> PolicyDenied:
-    """A 403 for a write the policy refuses; `provide_db` records it as a `denied` event."""
-    return PolicyDenied(message, action=action, object_type=object_type, object_id=object_id, detail=detail,
-                        org_id=principal.org_id, actor=principal.actor,
-                        subject_id=principal.subject.id if principal.subject else None)
-
-
-# ---------------------------------------------------------------- cursors and limits
-
-def encode_cursor(value: Any) -> str:
-    return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str | None) -> Any:
-    if not cursor:
-        return None
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        return json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, TypeError):
-        raise BadRequest("This cursor is not one the API handed out.", param="cursor", code="invalid_cursor") from None
-
-
-def page_limit(limit: int | None, default: int = 50) -> int:
-    """A page size in [1, MAX_PAGE]; larger requests are capped, not obeyed."""
-    if limit is None:
-        return default
-    if limit < 1:
-        raise BadRequest("`limit` must be at least 1.", param="limit", code="invalid_limit")
-    return min(limit, MAX_PAGE)
+async def provide_context(request: Request[Any, Any, Any], db: AsyncSession, state: State) -> RequestContext:
+    """The request context every route takes (house rule 11)."""
+    headers = request.headers
+    return await contexts.for_credential(
+        db, state.settings, authorization=headers.get("authorization"), subject_header=headers.get(SUBJECT_HEADER),
+        org_header=headers.get(ORG_HEADER), path_org_id=request.path_params.get("org_id"))
 
 
 # ---------------------------------------------------------------- errors (PLT-14)
@@ -186,9 +145,6 @@ def handle_http(_: Request, exc: HTTPException) -> Response[Any]:
     return error_response(status, _STATUS_CODES.get(status, "error"), message, None)
 
 
-NUL_MESSAGE = "Text may not contain the NUL character (U+0000)."
-
-
 def _is_nul_refusal(exc: Exception) -> bool:
     """PostgreSQL stores no U+0000 in text or jsonb; psycopg or the server refuses it when a statement runs."""
     orig = getattr(exc, "orig", None) or exc.__cause__
@@ -210,22 +166,3 @@ def handle_internal(_: Request, exc: Exception) -> Response[Any]:
     log.error("unexpected error %s", error_id, exc_info=exc)
     return error_response(500, "internal_error", f"Something went wrong on our side; quote error id {error_id}.",
                           None, error_id=error_id)
-
-
-def require_offset(value: datetime | None, param: str) -> datetime | None:
-    """Query instants must carry their offset, like body instants (PLT-15)."""
-    if value is not None and value.tzinfo is None:
-        raise ValidationFailed("An instant needs its offset, such as `2026-01-31T09:00:00+01:00` or `...Z`.",
-                               param=param, code="instant_without_offset")
-    return value
-
-
-def parse_pairs(values: list[str] | None, param: str) -> list[tuple[str, str]]:
-    """Repeatable `k:v` query filters (`metadata=k:v`, `label=k:v`); the value may itself contain colons."""
-    pairs: list[tuple[str, str]] = []
-    for raw in values or []:
-        name, sep, value = raw.partition(":")
-        if not sep or not name:
-            raise BadRequest(f"`{param}` takes `name:value`, got {raw!r}.", param=param, code="invalid_filter")
-        pairs.append((name, value))
-    return pairs

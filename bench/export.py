@@ -118,9 +118,9 @@ def child(url: str, org_id: str, out: str, empty: bool) -> None:
     """One export in this process; prints rows, seconds and this process's peak RSS as JSON."""
     from backend.config import get_settings
     from backend.domains.exports.to_file import export_to_file
-    from backend.domains.memory.repository import Filters
+    from shared.schemas.memory import MemoryQuery
 
-    f = Filters(types=["no_such_type"]) if empty else Filters()
+    f = MemoryQuery(type=["no_such_type"]) if empty else MemoryQuery()
     started = time.perf_counter()
     rows = export_to_file(url, get_settings().secret, "records", "parquet", out, org_id=org_id, records=f)
     seconds = time.perf_counter() - started
@@ -146,10 +146,10 @@ def copy_baseline(url: str, org_id: str) -> dict[str, Any]:
     from backend.access.policy import Requester
     from backend.access.scope import Scope
     from backend.domains.exports import repository
-    from backend.domains.memory.repository import Filters
+    from shared.schemas.memory import MemoryQuery
 
     scope = Scope(org_id, Requester(None, {}), None, (), unrestricted=True)
-    query = repository.record_rows(scope, {}, Filters())
+    query = repository.record_rows(scope, {}, MemoryQuery())
     sql = str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
     with psycopg.connect(plain(url)) as conn, conn.cursor() as cur:
         started = time.perf_counter()

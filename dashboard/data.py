@@ -21,9 +21,9 @@ import msgspec
 import polars as pl
 import streamlit as st
 
-from shared.client import API_URL_ENV, DEFAULT_API_URL, ApiError, AuditFilter, CoreClient, MemoryFilter
-from shared.schemas.memory import MemoryHistory, MemoryOut
-from shared.schemas.platform import AdminOut, AuditEventOut, ChainStatus
+from shared.client import API_URL_ENV, DEFAULT_API_URL, ApiError, CoreClient
+from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryQuery
+from shared.schemas.platform import AdminOut, AuditEventOut, AuditQuery, ChainStatus
 from shared.schemas.stores import PreviewIn, PreviewOut, PreviewSubject, StoreSettingsOut
 from shared.schemas.threads import (
     ContentPart,
@@ -33,6 +33,7 @@ from shared.schemas.threads import (
     InputFile,
     InputImage,
     ItemOut,
+    ItemSearchQuery,
     MessageOut,
     ReasoningOut,
     RefusalOut,
@@ -41,6 +42,7 @@ from shared.schemas.threads import (
     SearchPage,
     StateOut,
     ThreadOut,
+    ThreadQuery,
     ThreadStats,
 )
 
@@ -216,7 +218,7 @@ def period(start: date | None, end: date | None, tz: str) -> tuple[datetime | No
 
 
 @_cached
-def audit_page(client: CoreClient, filters: AuditFilter, cursor: str | None, limit: int,
+def audit_page(client: CoreClient, filters: AuditQuery, cursor: str | None, limit: int,
                tz: str) -> tuple[pl.DataFrame, str | None]:
     """One page of events, newest first, and the cursor of the next (older) page."""
     page = client.audit(filters, cursor=cursor, limit=limit)
@@ -227,7 +229,7 @@ def audit_page(client: CoreClient, filters: AuditFilter, cursor: str | None, lim
 def recent_events(client: CoreClient, first_day: str, max_events: int, tz: str) -> pl.DataFrame:
     """The newest events (at most `max_events`) since the start of `first_day` in the organisation's zone."""
     since, _ = period(date.fromisoformat(first_day), None, tz)
-    return events_frame(client.audit_events(AuditFilter(start=since), max_events=max_events), tz)
+    return events_frame(client.audit_events(AuditQuery(from_=since), max_events=max_events), tz)
 
 
 def events_per_day(frame: pl.DataFrame) -> pl.DataFrame:
@@ -249,12 +251,12 @@ def chain_status(client: CoreClient) -> ChainStatus:
 
 def audit_filter(*, start: date | None, end: date | None, tz: str, actor_type: str | None, actor_id: str,
                  actions: list[str], object_type: str, object_id: str, person: str,
-                 outcome: str | None) -> AuditFilter:
+                 outcome: str | None) -> AuditQuery:
     """The page's filter widgets as the query of `GET /audit`; blank fields do not filter."""
     start_at, end_at = period(start, end, tz)
-    return AuditFilter(
-        start=start_at, end=end_at, actor_type=actor_type,  # type: ignore[arg-type]
-        actor_id=actor_id.strip() or None, actions=tuple(a.strip() for a in actions if a.strip()),
+    return AuditQuery(
+        from_=start_at, to=end_at, actor_type=actor_type,  # type: ignore[arg-type]
+        actor_id=actor_id.strip() or None, action=[a.strip() for a in actions if a.strip()],
         object_type=object_type.strip() or None, object_id=object_id.strip() or None,
         subject=person.strip() or None, outcome=outcome,  # type: ignore[arg-type]
     )
@@ -331,14 +333,17 @@ def words(text: str) -> tuple[str, ...]:
 
 def memory_filter(*, index_id: str | None, types: list[str], person: str, tags: str, labels: str, metadata: str,
                   q: str, min_confidence: float, include_expired: bool, include_replaced: bool,
-                  shared: bool = False) -> MemoryFilter:
+                  shared: bool = False) -> MemoryQuery:
     """The records page's filter widgets as the query of `GET /memory`; blank fields do not filter."""
-    return MemoryFilter(index_id=index_id or None, types=tuple(t.strip() for t in types if t.strip()),
-                        subject=None if shared else person.strip() or None, shared=shared, tags=words(tags),
-                        labels=pairs(labels),
-                        metadata=pairs(metadata), q=q.strip() or None,
-                        min_confidence=min_confidence if min_confidence > 0 else None,
-                        include_expired=include_expired, include_replaced=include_replaced)
+    return MemoryQuery(index_id=index_id or None, type=[t.strip() for t in types if t.strip()],
+                       subject=None if shared else person.strip() or None, shared=shared, tag=list(words(tags)),
+                       label=_wire(pairs(labels)), metadata=_wire(pairs(metadata)), q=q.strip() or None,
+                       min_confidence=min_confidence if min_confidence > 0 else None,
+                       include_expired=include_expired, include_replaced=include_replaced)
+
+
+def _wire(found: tuple[tuple[str, str], ...]) -> list[str]:
+    return [f"{name}:{value}" for name, value in found]
 
 
 def records_frame(records: list[MemoryOut], tz: str, store_names: dict[str, str] | None = None) -> pl.DataFrame:
@@ -353,7 +358,7 @@ def records_frame(records: list[MemoryOut], tz: str, store_names: dict[str, str]
 
 
 @_cached
-def memory_page(client: CoreClient, filters: MemoryFilter, cursor: str | None, limit: int
+def memory_page(client: CoreClient, filters: MemoryQuery, cursor: str | None, limit: int
                 ) -> tuple[list[MemoryOut], str | None]:
     """One page of records, newest first, and the cursor of the next page (the API audits the read)."""
     page = client.memory(filters, cursor=cursor, limit=limit)
@@ -361,7 +366,7 @@ def memory_page(client: CoreClient, filters: MemoryFilter, cursor: str | None, l
 
 
 @_cached
-def matching_records(client: CoreClient, filters: MemoryFilter) -> int:
+def matching_records(client: CoreClient, filters: MemoryQuery) -> int:
     """How many records the filter keeps over every page (`GET /memory/stats`, audited by the API)."""
     return client.memory_stats(filters).records
 
@@ -576,7 +581,7 @@ def save_section(client: CoreClient, index_id: str, section: str, value: dict[st
 @_cached
 def settings_history(client: CoreClient, index_id: str, limit: int, tz: str) -> pl.DataFrame:
     """The store's `store.settings_changed` events, newest first."""
-    page = client.audit(AuditFilter(actions=(SETTINGS_CHANGED,), object_id=index_id), limit=limit)
+    page = client.audit(AuditQuery(action=[SETTINGS_CHANGED], object_id=index_id), limit=limit)
     return events_frame(page.data, tz)
 
 
@@ -585,11 +590,10 @@ def settings_history(client: CoreClient, index_id: str, limit: int, tz: str) -> 
 EXPORT_MEDIA = {"parquet": "application/vnd.apache.parquet", "csv": "text/csv", "ndjson": "application/x-ndjson"}
 
 
-def export_file(client: CoreClient, filters: MemoryFilter, fmt: str) -> bytes:
+def export_file(client: CoreClient, filters: MemoryQuery, fmt: str) -> bytes:
     """The records of the page's filter as a file, through `GET /memory/export` (audited by the API)."""
-    params = {k: v for k, v in filters.params().items() if v not in (None, []) and k not in ("after", "before")}
     buffer = io.BytesIO()
-    client.export_records(buffer, format=fmt, **params)  # type: ignore[arg-type]
+    client.export_records(buffer, filters, format=fmt)  # type: ignore[arg-type]
     return buffer.getvalue()
 
 
@@ -646,7 +650,8 @@ def thread_page(client: CoreClient, subject: str | None, metadata: tuple[tuple[s
                 labels: tuple[tuple[str, str], ...], cursor: str | None, limit: int,
                 tz: str) -> tuple[pl.DataFrame, str | None]:
     """One page of threads, newest first, and the cursor of the next (older) page."""
-    page = client.threads(subject=subject, metadata=metadata, labels=labels, cursor=cursor, limit=limit)
+    query = ThreadQuery(subject=subject, metadata=_wire(metadata), label=_wire(labels))
+    page = client.threads(query, cursor=cursor, limit=limit)
     return threads_frame(page.data, tz), page.next_cursor
 
 
@@ -741,9 +746,9 @@ def search_messages(client: CoreClient, *, q: str, role: Role | None, thread_id:
     """One page of `GET /thread-items`. Not cached: each search is an audited read the administrator asked for,
     and its pages are kept in the session. Days are calendar days in the organisation's zone, `end` included."""
     start_at, end_at = period(start, end, tz)
-    return client.search_messages(q.strip() or None, thread_id=thread_id.strip() or None, role=role,
-                                  start=start_at, end=end_at, notes=pairs(notes), notes_by=notes_by.strip() or None,
-                                  cursor=cursor, limit=limit)
+    query = ItemSearchQuery(q=q.strip() or None, thread_id=thread_id.strip() or None, role=role, from_=start_at,
+                            to=end_at, metadata=_wire(pairs(notes)), metadata_by=notes_by.strip() or None)
+    return client.search_messages(query, cursor=cursor, limit=limit)
 
 
 def utf16_spans(text: str, highlights: Sequence[Highlight]) -> list[tuple[int, int]]:

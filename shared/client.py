@@ -8,7 +8,6 @@ style: build the path and query, then `self._call(method, path, ResponseStruct, 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
@@ -16,10 +15,11 @@ import httpx
 import msgspec
 
 from shared.schemas.common import ErrorBody
-from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryPage, MemoryPatch, MemoryStats
+from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryPage, MemoryPatch, MemoryQuery, MemoryStats
 from shared.schemas.platform import (
     AuditEventOut,
     AuditPage,
+    AuditQuery,
     ChainStatus,
     Health,
     IndexOut,
@@ -36,14 +36,15 @@ from shared.schemas.platform import (
 )
 from shared.schemas.stores import PreviewIn, PreviewOut, StoreSettingsOut, StoreSettingsPatch
 from shared.schemas.threads import (
+    ItemSearchQuery,
     ItemsOut,
     NotePage,
-    Role,
     SearchPage,
     StateOut,
     SummaryPage,
     ThreadOut,
     ThreadPage,
+    ThreadQuery,
     ThreadStats,
 )
 
@@ -56,8 +57,6 @@ ORG_HEADER = "X-Core-Org"
 API_URL_ENV = "CORE_API_URL"  # where the dashboard (and scripts) find the API
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 15.0
-ActorType = Literal["key", "admin", "subject", "system"]
-Outcome = Literal["allowed", "denied"]
 ExportFormat = Literal["parquet", "csv", "ndjson"]
 QueryValue = str | int | float | bool | None | Sequence[str]
 
@@ -87,56 +86,24 @@ class ApiError(Exception):
                    error_id=body.error_id)
 
 
-@dataclass(frozen=True)
-class AuditFilter:
-    """The query of `GET /audit`; `subject` is a person's id, which the API matches by its keyed hash."""
-
-    start: datetime | None = None
-    end: datetime | None = None
-    actor_type: ActorType | None = None
-    actor_id: str | None = None
-    actions: tuple[str, ...] = field(default_factory=tuple)
-    object_type: str | None = None
-    object_id: str | None = None
-    subject: str | None = None
-    outcome: Outcome | None = None
-
-    def params(self) -> dict[str, QueryValue]:
-        return {"from": _instant(self.start), "to": _instant(self.end), "actor_type": self.actor_type,
-                "actor_id": self.actor_id or None, "action": list(self.actions),
-                "object_type": self.object_type or None, "object_id": self.object_id or None,
-                "subject": self.subject or None, "outcome": self.outcome}
-
-
-@dataclass(frozen=True)
-class MemoryFilter:
-    """The query of `GET /memory`; `metadata` and `labels` are `(name, value)` pairs, all of which must match.
-
-    `subject` is a person's id (administrators may name anyone); `min_confidence` is compared with the
-    effective (decayed) confidence, as the API does.
-    """
-
-    index_id: str | None = None
-    types: tuple[str, ...] = field(default_factory=tuple)
-    subject: str | None = None
-    shared: bool = False  # only records of nobody in particular
-    metadata: tuple[tuple[str, str], ...] = field(default_factory=tuple)
-    labels: tuple[tuple[str, str], ...] = field(default_factory=tuple)
-    tags: tuple[str, ...] = field(default_factory=tuple)
-    min_confidence: float | None = None
-    after: datetime | None = None
-    before: datetime | None = None
-    include_expired: bool = False
-    include_replaced: bool = False
-    q: str | None = None
-
-    def params(self) -> dict[str, QueryValue]:
-        return {"index_id": self.index_id or None, "type": list(self.types), "subject": self.subject or None,
-                "shared": self.shared or None, "metadata": [f"{k}:{v}" for k, v in self.metadata],
-                "label": [f"{k}:{v}" for k, v in self.labels],
-                "tag": list(self.tags), "min_confidence": self.min_confidence, "after": _instant(self.after),
-                "before": _instant(self.before), "include_expired": self.include_expired or None,
-                "include_replaced": self.include_replaced or None, "q": self.q or None}
+def query_params(query: msgspec.Struct) -> dict[str, QueryValue]:
+    """A query Struct as the route's parameters: its wire names, values checked as the API checks them (an instant
+    without its offset is refused here, not sent), defaults left out."""
+    for field in msgspec.structs.fields(query):
+        value = getattr(query, field.name)
+        if isinstance(value, datetime):
+            _instant(value)  # a naive instant is refused with a word about its offset
+    try:
+        checked = msgspec.convert(msgspec.to_builtins(query), type(query))
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"{type(query).__name__}: {exc}") from None
+    params: dict[str, QueryValue] = {}
+    for field in msgspec.structs.fields(checked):
+        value = getattr(checked, field.name)
+        if value is None or value is False or (isinstance(value, list) and not value):
+            continue
+        params[field.encode_name] = _instant(value) if isinstance(value, datetime) else value
+    return params
 
 
 def _instant(value: datetime | None) -> str | None:
@@ -279,12 +246,12 @@ class CoreClient:
 
     # ------------------------------------------------------------ audit trail
 
-    def audit(self, filters: AuditFilter | None = None, *, cursor: str | None = None,
+    def audit(self, filters: AuditQuery | None = None, *, cursor: str | None = None,
               limit: int | None = None) -> AuditPage:
-        params = {**(filters or AuditFilter()).params(), "cursor": cursor, "limit": limit}
+        params = {**query_params(filters or AuditQuery()), "cursor": cursor, "limit": limit}
         return self._call("GET", "/audit", AuditPage, params=params)
 
-    def audit_events(self, filters: AuditFilter | None = None, *, max_events: int, page_size: int = 200
+    def audit_events(self, filters: AuditQuery | None = None, *, max_events: int, page_size: int = 200
                      ) -> list[AuditEventOut]:
         """Newest first, following cursors until `max_events` (each page read is itself audited)."""
         events: list[AuditEventOut] = []
@@ -305,15 +272,11 @@ class CoreClient:
 
     # ------------------------------------------------------------ export (EXP-2, EXP-4)
 
-    def export_records(self, sink: IO[bytes], *, format: ExportFormat = "parquet", **filters: Any) -> int:
-        """Stream `GET /memory/export` into `sink` chunk by chunk; returns the bytes written.
-
-        `filters` are the route's query parameters (`index_id`, `type`, `subject`, `shared`, `since`, `until`, …);
-        instants must carry their offset.
-        """
-        params: dict[str, QueryValue] = {"format": format}
-        for name, value in filters.items():
-            params[name] = _instant(value) if isinstance(value, datetime) else value
+    def export_records(self, sink: IO[bytes], filters: MemoryQuery | None = None, *,
+                       format: ExportFormat = "parquet", key_id: str | None = None) -> int:
+        """Stream `GET /memory/export` (the rows of `memory(filters)`, every page) into `sink` chunk by chunk;
+        returns the bytes written. `key_id` applies that key's half-lives instead of the organisation's."""
+        params: dict[str, QueryValue] = {"format": format, "key_id": key_id, **query_params(filters or MemoryQuery())}
         headers = self._headers()
         headers["Accept"] = "*/*"
         written = 0
@@ -335,15 +298,15 @@ class CoreClient:
 
     # ------------------------------------------------------------ memory records
 
-    def memory(self, filters: MemoryFilter | None = None, *, cursor: str | None = None,
+    def memory(self, filters: MemoryQuery | None = None, *, cursor: str | None = None,
                limit: int | None = None) -> MemoryPage:
         """One page of records, newest first (each read is audited by the API)."""
-        params = {**(filters or MemoryFilter()).params(), "cursor": cursor, "limit": limit}
+        params = {**query_params(filters or MemoryQuery()), "cursor": cursor, "limit": limit}
         return self._call("GET", "/memory", MemoryPage, params=params)
 
-    def memory_stats(self, filters: MemoryFilter | None = None) -> MemoryStats:
+    def memory_stats(self, filters: MemoryQuery | None = None) -> MemoryStats:
         """Counts over every page of `memory(filters)`: per index, type and owner kind, and distinct people."""
-        return self._call("GET", "/memory/stats", MemoryStats, params=(filters or MemoryFilter()).params())
+        return self._call("GET", "/memory/stats", MemoryStats, params=query_params(filters or MemoryQuery()))
 
     def thread_stats(self) -> ThreadStats:
         """How many threads the caller may read, shared ones, their owners and their messages per role."""
@@ -384,13 +347,11 @@ class CoreClient:
     # ---- threads (DSH-7)
     # Every one of these reads is audited by the API as `thread.read` when an administrator makes it (PLT-2).
 
-    def threads(self, *, subject: str | None = None, metadata: Sequence[tuple[str, str]] = (),
-                labels: Sequence[tuple[str, str]] = (), cursor: str | None = None,
+    def threads(self, filters: ThreadQuery | None = None, *, cursor: str | None = None,
                 limit: int | None = None) -> ThreadPage:
         """One page of threads, newest first. `subject` names the owner; `""` means shared threads (no owner)."""
-        return self._call("GET", "/threads", ThreadPage, params={
-            "subject": subject, "metadata": [f"{k}:{v}" for k, v in metadata],
-            "label": [f"{k}:{v}" for k, v in labels], "cursor": cursor, "limit": limit})
+        return self._call("GET", "/threads", ThreadPage,
+                          params={**query_params(filters or ThreadQuery()), "cursor": cursor, "limit": limit})
 
     def thread(self, thread_id: str) -> ThreadOut:
         return self._call("GET", f"/threads/{thread_id}", ThreadOut)
@@ -414,16 +375,13 @@ class CoreClient:
         return self._call("GET", f"/threads/{thread_id}/summaries", SummaryPage,
                           params={"cursor": cursor, "limit": limit})
 
-    def search_messages(self, q: str | None = None, *, thread_id: str | None = None, role: Role | None = None,
-                        start: datetime | None = None, end: datetime | None = None,
-                        notes: Sequence[tuple[str, str]] = (), notes_by: str | None = None,
-                        cursor: str | None = None, limit: int | None = None) -> SearchPage:
-        """`GET /thread-items`: messages matching `q` (web-search syntax) and/or a note (`notes` = `metadata`
-        pairs, `notes_by` = whose notes), newest first. Each page reads at most 7 days of history, so a short or
-        empty page may still have a `next_cursor`; `searched_to` says how far back this page looked."""
-        return self._call("GET", "/thread-items", SearchPage, params={
-            "q": q, "thread_id": thread_id, "role": role, "from": _instant(start), "to": _instant(end),
-            "metadata": [f"{k}:{v}" for k, v in notes], "metadata_by": notes_by, "cursor": cursor, "limit": limit})
+    def search_messages(self, query: ItemSearchQuery, *, cursor: str | None = None,
+                        limit: int | None = None) -> SearchPage:
+        """`GET /thread-items`: messages matching `q` (web-search syntax) and/or a note (`metadata` pairs,
+        `metadata_by` = whose notes), newest first. Each page reads at most 7 days of history, so a short or empty
+        page may still have a `next_cursor`; `searched_to` says how far back this page looked."""
+        return self._call("GET", "/thread-items", SearchPage,
+                          params={**query_params(query), "cursor": cursor, "limit": limit})
 
 
 class _Paged(Protocol[_T_co]):
@@ -455,13 +413,17 @@ def chain_summary(status: ChainStatus) -> str:
 def records_frame(base_url: str, key: str, *, org_id: str | None = None, timeout: float = 120.0,
                   **filters: Any) -> pl.DataFrame:
     """EXP-4: the records a key (or administrator token) may export, as a polars DataFrame with the documented
-    dtypes (docs/export.md). The Parquet body is spooled to a temporary file, never held whole in memory."""
+    dtypes (docs/export.md). `filters` are the fields of `MemoryQuery` (`index_id`, `type`, `subject`, `after`, …).
+    The Parquet body is spooled to a temporary file, never held whole in memory."""
     import tempfile
 
     import polars as pl
 
+    lists = {f.name for f in msgspec.structs.fields(MemoryQuery) if f.default_factory is list}
+    given = {name: [value] if name in lists and isinstance(value, str) else value for name, value in filters.items()}
+    query = msgspec.convert(given, MemoryQuery, strict=False)  # an unknown filter name is an error here
     with CoreClient(base_url, key, org_id, timeout=timeout) as client, tempfile.TemporaryFile() as spool:
-        client.export_records(spool, format="parquet", **filters)
+        client.export_records(spool, query, format="parquet")
         spool.seek(0)
         return pl.read_parquet(spool)
 
@@ -471,14 +433,11 @@ __all__ = (
     "DEFAULT_API_URL",
     "DEFAULT_TIMEOUT",
     "ORG_HEADER",
-    "ActorType",
     "ApiError",
-    "AuditFilter",
     "CoreClient",
     "ExportFormat",
-    "MemoryFilter",
-    "Outcome",
     "QueryValue",
     "chain_summary",
+    "query_params",
     "records_frame",
 )

@@ -83,6 +83,20 @@ def in_transaction(database_url: str, work: Callable[[Any], Awaitable[T]]) -> T:
     return asyncio.run(go())
 
 
+def as_request(database_url: str, settings: Settings, credential: str, subject: str | None,
+               work: Callable[[Any], Awaitable[T]]) -> T:
+    """Run `work(ctx)` in one committed transaction with the request context the API would build for this
+    credential and person (for work a turn or a job does outside an HTTP request)."""
+    from backend import contexts
+
+    async def go(session: Any) -> T:
+        ctx = await contexts.for_credential(session, settings, authorization=f"Bearer {credential}",
+                                            subject_header=json.dumps({"id": subject}) if subject else None)
+        return await work(ctx)
+
+    return in_transaction(database_url, go)
+
+
 def bootstrap_org(client: Any, settings: Settings, database_url: str, name: str, admin_email: str) -> Org:
     """What `coremem bootstrap` does, in-process, against the test database."""
     from backend.domains.orgs import service

@@ -103,8 +103,8 @@ def test_plt_12_audit_needs_an_administrator(org, client):
 
 
 def test_plt_12_a_person_is_named_only_by_a_keyed_hash(org, client, db, settings, database_url):
+    from backend.access.actor import Actor
     from backend.domains.audit import service
-    from backend.domains.audit.service import Actor
     from tests.helpers import in_transaction
 
     in_transaction(database_url, lambda db: service.record(

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, false, func, literal, not_, or_, true
-from sqlalchemy.dialects.postgresql import array
+from sqlalchemy import ColumnElement, Text, and_, bindparam, false, func, literal, not_, or_, true
+from sqlalchemy.dialects.postgresql import ARRAY, array
 
 from backend.errors import ValidationFailed
 
@@ -314,7 +314,6 @@ def decide(rules: Sequence[Rule], kind: str, action: str, who: Requester, owner:
     return any(r.effect == "permit" and rule_matches(r, who, owner, labels) for r in relevant)
 
 
-
 def permits_every_row(rules: Sequence[Rule], kind: str, action: str, who: Requester) -> bool:
     """True when the decision is `permit` for every object of `kind`, whatever its owner and labels: no deny
     rule applies and some permit rule has no label condition and only atoms that hold for `who` alone
@@ -336,10 +335,11 @@ def _equals(column: Any, value: Any) -> ColumnElement[bool]:
     return and_(column.is_not(None), column == value)
 
 
-def _has_label_value(labels_col: Any, name: str, value: str) -> ColumnElement[bool]:
+def _has_label_value(labels_col: Any, name: str, value: Any) -> ColumnElement[bool]:
     # A label holds a string or a list of strings; jsonb containment covers both and can use a GIN index.
-    as_string = labels_col.op("@>")(func.jsonb_build_object(literal(name), literal(value)))
-    as_list = labels_col.op("@>")(func.jsonb_build_object(literal(name), func.jsonb_build_array(literal(value))))
+    value = value if isinstance(value, ColumnElement) else literal(value)
+    as_string = labels_col.op("@>")(func.jsonb_build_object(literal(name), value))
+    as_list = labels_col.op("@>")(func.jsonb_build_object(literal(name), func.jsonb_build_array(value)))
     return and_(labels_col.is_not(None), or_(as_string, as_list))
 
 
@@ -361,33 +361,72 @@ def _match_sql(rule: Rule, owner_col: Any, labels_col: Any) -> ColumnElement[boo
     return and_(true(), *parts)
 
 
-def _atom_sql(atom: Atom, who: Requester, owner_col: Any, labels_col: Any) -> ColumnElement[bool]:
+SUBJECT_PARAM = "who_subject"
+
+
+def attribute_names(rules: Sequence[Rule]) -> list[str]:
+    """The subject attributes the rules' `label_among` atoms read, in the order their parameters are numbered."""
+    return sorted({a.attribute or "" for r in rules for a in r.when if a.atom == "label_among"})
+
+
+def who_params(rules: Sequence[Rule], who: Requester) -> dict[str, Any]:
+    """The values a clause built with `bound=True` takes: the person's id and her attribute values."""
+    params: dict[str, Any] = {SUBJECT_PARAM: who.subject_id}
+    for i, name in enumerate(attribute_names(rules)):
+        params[f"who_attr_{i}"] = [v for v in who.attributes.get(name, ()) if isinstance(v, str)]
+    return params
+
+
+class _Who:
+    """The requester inside a clause: her values written in, or (bound) parameters that `who_params` fills, so
+    one statement serves every person of the same policy."""
+
+    def __init__(self, rules: Sequence[Rule], who: Requester, bound: bool) -> None:
+        self.who = who
+        self.bound = bound
+        self.attributes = {name: i for i, name in enumerate(attribute_names(rules))} if bound else {}
+
+    def subject(self) -> Any:
+        return bindparam(SUBJECT_PARAM, type_=Text) if self.bound else literal(self.who.subject_id)
+
+    def attribute(self, name: str) -> Any | None:
+        if self.bound:
+            return bindparam(f"who_attr_{self.attributes[name]}", type_=ARRAY(Text))
+        values = [v for v in self.who.attributes.get(name, ()) if isinstance(v, str)]
+        return array(values) if values else None
+
+
+def _atom_sql(atom: Atom, who: _Who, owner_col: Any, labels_col: Any) -> ColumnElement[bool]:
     if atom.atom == "no_subject":
-        return true() if who.subject_id is None else false()
-    if who.subject_id is None:
+        return true() if who.who.subject_id is None else false()
+    if who.who.subject_id is None:
         return false()
     if atom.atom == "subject_is_owner":
-        return _equals(owner_col, literal(who.subject_id))
+        return _equals(owner_col, who.subject())
     if atom.atom == "label_is_subject":
-        return _has_label_value(labels_col, atom.label or "", who.subject_id)
+        return _has_label_value(labels_col, atom.label or "", who.subject())
     if atom.atom == "label_among":
-        values = [v for v in who.attributes.get(atom.attribute or "", ()) if isinstance(v, str)]
-        if not values:
+        values = who.attribute(atom.attribute or "")
+        if values is None:
             return false()
-        return func.coalesce(labels_col[atom.label or ""].op("?|")(array(values)), false())
+        return func.coalesce(labels_col[atom.label or ""].op("?|")(values), false())
     raise AssertionError(atom.atom)
 
 
-def _rule_sql(rule: Rule, who: Requester, owner_col: Any, labels_col: Any) -> ColumnElement[bool]:
+def _rule_sql(rule: Rule, who: _Who, owner_col: Any, labels_col: Any) -> ColumnElement[bool]:
     return and_(_match_sql(rule, owner_col, labels_col), *[_atom_sql(a, who, owner_col, labels_col) for a in rule.when])
 
 
 def visible_clause(rules: Sequence[Rule], kind: str, action: str, who: Requester, owner_col: Any,
-                   labels_col: Any) -> ColumnElement[bool]:
-    """SQL boolean: some permit rule matches the row and no deny rule does."""
+                   labels_col: Any, *, bound: bool = False) -> ColumnElement[bool]:
+    """SQL boolean: some permit rule matches the row and no deny rule does.
+
+    With `bound`, the person's id and attribute values are parameters (`who_params`), so the statement depends
+    only on the rules and on whether the request names a person."""
     relevant = [r for r in rules if r.covers(kind, action)]
-    permits = [_rule_sql(r, who, owner_col, labels_col) for r in relevant if r.effect == "permit"]
-    denies = [_rule_sql(r, who, owner_col, labels_col) for r in relevant if r.effect == "deny"]
+    requester = _Who(rules, who, bound)
+    permits = [_rule_sql(r, requester, owner_col, labels_col) for r in relevant if r.effect == "permit"]
+    denies = [_rule_sql(r, requester, owner_col, labels_col) for r in relevant if r.effect == "deny"]
     if not permits:
         return false()
     clause = or_(*permits)
@@ -396,5 +435,5 @@ def visible_clause(rules: Sequence[Rule], kind: str, action: str, who: Requester
     return clause
 
 
-__all__ = ["Atom", "Policy", "Requester", "Rule", "decide", "default_policy", "parse_policy",
-           "permits_every_row", "visible_clause", "widening", "writer_policy"]
+__all__ = ("SUBJECT_PARAM", "Atom", "Policy", "Requester", "Rule", "attribute_names", "decide", "default_policy",
+           "parse_policy", "permits_every_row", "visible_clause", "who_params", "widening", "writer_policy")

@@ -1,4 +1,4 @@
-"""Who is calling: a key, an administrator or a subject token, and the person the request is for."""
+"""Who is calling: a key, an administrator, a subject token or the system, and the person the request is for."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access import credentials
+from backend.access import repository as repo
+from backend.access.actor import Actor
 from backend.access.subjects import Subject, combine, subject_from_header
-from backend.domains.audit.service import Actor
-from backend.domains.keys import repository as keys_repo
-from backend.domains.orgs import repository as orgs_repo
-from backend.errors import BadRequest, CapabilityMissing, Forbidden, NotFound, Unauthorized
+from backend.errors import BadRequest, CapabilityMissing, Forbidden, NotFound, ThreadsCapabilityMissing, Unauthorized
 
 ALL_CAPABILITIES = frozenset({"knowledge", "memory", "threads", "tooling", "compaction", "management",
                               "trust_envelope"})
@@ -22,7 +21,9 @@ ORG_HEADER = "X-Core-Org"
 
 @dataclass(frozen=True)
 class Principal:
-    kind: str  # key | admin | subject_token
+    """The caller. Its capability gates are the one place a route checks what a credential may do."""
+
+    kind: str  # key | admin | subject_token | system
     chosen_org_id: str | None  # None only for an operator who has not named an organisation
     actor: Actor
     capabilities: frozenset[str]
@@ -46,12 +47,22 @@ class Principal:
         return self.kind == "admin"
 
     @property
+    def unrestricted(self) -> bool:
+        """Administrators and the system reach every object of their organisation (not bound by key policies)."""
+        return self.kind in ("admin", "system")
+
+    @property
     def key_id(self) -> str | None:
         return self.key["id"] if self.key else None
 
     def require(self, capability: str) -> None:
         if capability not in self.capabilities:
             raise CapabilityMissing(capability)
+
+    def require_threads(self) -> None:
+        """PLT-6: without `threads` nothing was kept, and every stored-conversation route says so with a 404."""
+        if "threads" not in self.capabilities:
+            raise ThreadsCapabilityMissing()
 
     def require_management(self) -> None:
         """Organisation management: administrators, or a key holding `management`; never a subject token."""
@@ -65,6 +76,15 @@ class Principal:
         if self.kind != "admin":
             raise Forbidden("Only an administrator may do this.", code="admin_required")
 
+    def refuse_subject_token(self, what: str) -> None:
+        if self.kind == "subject_token":
+            raise Forbidden(f"A subject token cannot {what}.", code="subject_token_forbidden")
+
+
+def system_principal(org_id: str, actor: Actor) -> Principal:
+    """Work the platform does itself (the CLI, jobs): every capability, the whole organisation, nobody named."""
+    return Principal("system", org_id, actor, ALL_CAPABILITIES, None)
+
 
 def _bearer(authorization: str | None) -> str:
     if not authorization or authorization.strip().lower() == "bearer":
@@ -77,43 +97,47 @@ def _bearer(authorization: str | None) -> str:
 
 
 def _key_usable(key: dict[str, Any] | None) -> dict[str, Any]:
-    now = datetime.now(UTC)
     if key is None:
         raise Unauthorized("This credential is not known.", code="bad_credential")
     if key["revoked_at"] is not None:
         raise Unauthorized("This key has been revoked.", code="key_revoked")
-    if key["expires_at"] is not None and key["expires_at"] <= now:
+    if key["expires_at"] is not None and key["expires_at"] <= datetime.now(UTC):
         raise Unauthorized("This key has expired.", code="key_expired")
     return key
 
 
 async def resolve(db: AsyncSession, *, secret: str, authorization: str | None, subject_header: str | None,
-                  org_header: str | None, path_org_id: str | None = None) -> Principal:
+                  org_header: str | None, path_org_id: str | None = None
+                  ) -> tuple[Principal, dict[str, Any] | None]:
+    """The caller and its organisation's row (None only for an operator who names no organisation)."""
     token = _bearer(authorization)
     header_subject = subject_from_header(subject_header)
     if token.startswith(credentials.KEY_PREFIX):
-        key = _key_usable(await keys_repo.get_by_secret_hash(db, credentials.hash_secret(token)))
+        found, org = await repo.key_by_secret_hash(db, credentials.hash_secret(token))
+        key = _key_usable(found)
         return Principal("key", key["org_id"], Actor("key", key["id"]), frozenset(key["capabilities"]),
-                         header_subject, key=key)
+                         header_subject, key=key), org
     if token.startswith(credentials.SUBJECT_TOKEN_PREFIX):
         claims = credentials.read_subject_token(secret, token)
         if claims is None:
             raise Unauthorized("This subject token is invalid or has expired.", code="bad_credential")
-        key = _key_usable(await keys_repo.get(db, claims["org"], claims["kid"]))
+        found, org = await repo.key_by_id(db, claims["org"], claims["kid"])
+        key = _key_usable(found)
         token_subject = Subject(claims["sub"], {k: list(v) for k, v in (claims.get("attrs") or {}).items()})
         subject = combine(token_subject, header_subject)
-        return Principal("subject_token", key["org_id"], Actor("subject", key["id"]), frozenset(key["capabilities"]),
-                         subject, key=key)
+        return Principal("subject_token", key["org_id"], Actor("subject", key["id"]),
+                         frozenset(key["capabilities"]), subject, key=key), org
     if token.startswith(credentials.ADMIN_TOKEN_PREFIX):
-        admin = await orgs_repo.admin_by_token_hash(db, credentials.hash_secret(token))
+        admin, org = await repo.admin_by_token_hash(db, credentials.hash_secret(token))
         if admin is None or admin["expires_at"] <= datetime.now(UTC):
             raise Unauthorized("This administrator token is invalid or has expired; log in again.",
                                code="bad_credential")
         org_id = admin["org_id"]
         if admin["role"] == "operator":
             org_id = path_org_id or org_header
-            if org_id and not await orgs_repo.exists(db, org_id):
+            org = await repo.org(db, org_id) if org_id else None
+            if org_id and org is None:
                 raise NotFound("No such organisation.", param=ORG_HEADER)
         return Principal("admin", org_id, Actor("admin", admin["id"]), ALL_CAPABILITIES, header_subject,
-                         admin=admin)
+                         admin=admin), org
     raise Unauthorized("This credential is not known.", code="bad_credential")

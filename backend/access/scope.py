@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import copy
+from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import ColumnElement, false, true
 
-from backend.access.policy import Policy, Requester, Rule, decide, parse_policy, permits_every_row, visible_clause
+from backend.access.policy import (
+    Policy,
+    Requester,
+    Rule,
+    decide,
+    parse_policy,
+    permits_every_row,
+    visible_clause,
+    who_params,
+)
 from backend.access.principal import Principal
 from backend.errors import BadRequest
+
+GROUP_ATOM = "label_is_subject"
 
 
 @dataclass(frozen=True)
@@ -19,8 +32,9 @@ class Scope:
     requester: Requester
     indexes: frozenset[str] | None  # None: every index of the organisation
     rules: tuple[Rule, ...]
-    unrestricted: bool  # administrators reach every object of their organisation
+    unrestricted: bool  # administrators and the system reach every object of their organisation
     policy: Policy | None = None
+    _params: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def subject_id(self) -> str | None:
@@ -36,10 +50,23 @@ class Scope:
             return false()
         return index_col.in_(sorted(self.indexes))
 
-    def visible(self, kind: str, action: str, owner_col: Any, labels_col: Any) -> ColumnElement[bool]:
+    def visible(self, kind: str, action: str, owner_col: Any, labels_col: Any, *,
+                bound: bool = False) -> ColumnElement[bool]:
+        """The policy as SQL; with `bound`, the person's values are the parameters of `params()`."""
         if self.unrestricted:
             return true()
-        return visible_clause(self.rules, kind, action, self.requester, owner_col, labels_col)
+        return visible_clause(self.rules, kind, action, self.requester, owner_col, labels_col, bound=bound)
+
+    def params(self) -> dict[str, Any]:
+        """The values of a clause built with `bound=True`."""
+        if not self._params:
+            self._params.update(who_params(self.rules, self.requester))
+        return self._params
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        """What a bound clause's SQL depends on: the same shape, the same statement, whoever the person is."""
+        return (self.unrestricted, self.rules, self.requester.subject_id is None, self.indexes)
 
     def sees_every(self, kind: str, action: str) -> bool:
         """True when `visible(kind, action, ...)` holds for every row, so a statement may leave it out."""
@@ -51,26 +78,47 @@ class Scope:
         return decide(self.rules, kind, action, self.requester, owner, labels)
 
 
-def build_scope(principal: Principal, org_policy_doc: Mapping[str, Any] | None, *,
+# Parsed policies by the key or organisation they belong to, each kept with the document it was parsed from: a
+# cached policy is used only while the row still holds that very document (a dict comparison), so a changed
+# policy applies at once and an unchanged one is not parsed again on every request.
+_parsed: OrderedDict[tuple[str, Any], tuple[Any, Policy]] = OrderedDict()
+_PARSED_SIZE = 4096
+
+
+def _parse(kind: str, row: Mapping[str, Any], *, org_level: bool) -> Policy:
+    cache_key = (kind, row.get("id"))
+    document = row["policy"]
+    found = _parsed.get(cache_key)
+    if found is not None and found[0] == document:
+        _parsed.move_to_end(cache_key)
+        return found[1]
+    policy = parse_policy(document, "org.policy" if org_level else "policy", org_level=org_level)
+    _parsed[cache_key] = (copy.deepcopy(document), policy)
+    if len(_parsed) > _PARSED_SIZE:
+        _parsed.popitem(last=False)
+    return policy
+
+
+def _without_group_reach(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
+    """THR-9: without the deployment setting, a rule that opens threads to the people a label names opens nothing."""
+    return tuple(r for r in rules if not (
+        r.kind == "thread" and r.effect == "permit" and any(a.atom == GROUP_ATOM for a in r.when)))
+
+
+def build_scope(principal: Principal, org: Mapping[str, Any] | None, *, group_reach: bool = False,
                 require_subject_setting: bool = True) -> Scope:
     """The scope of a data request; applies the key's `subjects_required` setting (PLT-7)."""
     subject = principal.subject
     requester = Requester(subject.id if subject else None, subject.attributes if subject else {})
-    org_rules = parse_policy(org_policy_doc, "org.policy", org_level=True).rules if org_policy_doc else ()
-    if principal.is_admin:
-        return Scope(principal.org_id, requester, None, org_rules, unrestricted=True)
+    org_rules = _parse("org", org, org_level=True).rules if org and org.get("policy") else ()
+    if principal.unrestricted:
+        rules = org_rules if group_reach else _without_group_reach(org_rules)
+        return Scope(principal.org_id, requester, None, rules, unrestricted=True)
     assert principal.key is not None
-    policy = parse_policy(principal.key["policy"], "policy")
+    policy = _parse("key", principal.key, org_level=False)
     if require_subject_setting and policy.subjects_required and subject is None:
         raise BadRequest("This key's policy requires every request to name a person (X-Core-Subject or a "
                          "subject token).", code="subject_required", param="X-Core-Subject")
-    return Scope(principal.org_id, requester, policy.indexes, policy.rules + org_rules, unrestricted=False,
-                 policy=policy)
-
-
-async def scope_for(db: Any, principal: Principal, *, require_subject_setting: bool = True) -> Scope:
-    """Load the organisation's policy and build the request's scope."""
-    from backend.domains.orgs import repository as orgs_repo
-
-    org = await orgs_repo.get(db, principal.org_id)
-    return build_scope(principal, org["policy"] if org else None, require_subject_setting=require_subject_setting)
+    rules = policy.rules + org_rules
+    return Scope(principal.org_id, requester, policy.indexes, rules if group_reach else _without_group_reach(rules),
+                 unrestricted=False, policy=policy)

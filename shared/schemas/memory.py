@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from shared.schemas.common import UNSET, Instant, JSONObject, Model, UnsetType
+from shared.schemas.common import UNSET, Instant, JSONObject, Model, Pair, UnsetType
 
 MAX_TEXT = 8000
 MAX_TAGS = 20
@@ -25,6 +25,27 @@ Priority = Literal["low", "normal", "high", "critical"]
 RecordKey = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 LabelValue = str | list[str]
 Source = Literal["api", "model", "extraction", "maintenance", "admin"]
+
+
+class MemoryQuery(Model):
+    """The filters of `GET /memory`: the same query, field for field, on every route that lists, counts, searches,
+    recalls or exports records (one contract for routes, repository and client)."""
+
+    index_id: str | None = None
+    type: list[MemoryType] = []
+    subject: Annotated[str, msgspec.Meta(description="One person's records; for requests naming nobody and "
+                                                     "administrators")] | None = None
+    shared: Annotated[bool, msgspec.Meta(description="Only shared records (nobody's)")] = False
+    metadata: Annotated[list[Pair], msgspec.Meta(description="`name:value`, repeatable; all must match")] = []
+    label: Annotated[list[Pair], msgspec.Meta(description="`name:value`, repeatable; all must match")] = []
+    tag: Annotated[list[Tag], msgspec.Meta(description="Repeatable, case-insensitive; all must match")] = []
+    min_confidence: Annotated[Confidence, msgspec.Meta(description="Compared with the effective value")] | None = None
+    after: Annotated[Instant, msgspec.Meta(description="Created at or after")] | None = None
+    before: Annotated[Instant, msgspec.Meta(description="Created before")] | None = None
+    include_expired: bool = False
+    include_replaced: bool = False
+    q: Annotated[str, msgspec.Meta(min_length=1, max_length=1000,
+                                   description='Web-search syntax: words, "a phrase", `or`, `-word`')] | None = None
 
 
 class Commitment(Model):
@@ -207,6 +228,7 @@ __all__ = (
     "MemoryOut",
     "MemoryPage",
     "MemoryPatch",
+    "MemoryQuery",
     "MemoryStats",
     "MemoryText",
     "MemoryType",

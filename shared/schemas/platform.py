@@ -197,8 +197,26 @@ class IndexPage(Model):
     next_cursor: str | None
 
 
+ActorType = Literal["key", "admin", "subject", "system"]
+
+
+class AuditQuery(Model):
+    """The filters of `GET /audit`; `subject` is a person's id, which the API matches by its keyed hash."""
+
+    from_: Annotated[Instant, msgspec.Meta(description="At or after")] | None = msgspec.field(default=None,
+                                                                                               name="from")
+    to: Annotated[Instant, msgspec.Meta(description="Before")] | None = None
+    actor_type: ActorType | None = None
+    actor_id: str | None = None
+    action: Annotated[list[str], msgspec.Meta(description="Repeatable: any of these")] = []
+    object_type: str | None = None
+    object_id: str | None = None
+    subject: Annotated[str, msgspec.Meta(description="A person's id; matched by its keyed hash")] | None = None
+    outcome: Literal["allowed", "denied"] | None = None
+
+
 class AuditActor(Model):
-    type: Literal["key", "admin", "subject", "system"]
+    type: ActorType
     id: str | None
 
 
@@ -243,10 +261,12 @@ class Ready(Model):
 
 
 __all__ = (
+    "ActorType",
     "AdminOut",
     "AuditActor",
     "AuditEventOut",
     "AuditPage",
+    "AuditQuery",
     "Capability",
     "ChainStatus",
     "EmbeddingConfig",

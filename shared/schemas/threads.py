@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from shared.schemas.common import UNSET, JSONObject, Model, UnsetType
+from shared.schemas.common import UNSET, Instant, JSONObject, Model, Pair, UnsetType
 
 Role = Literal["user", "assistant", "developer"]
 LabelValue = str | list[str]
@@ -212,6 +212,29 @@ class ThreadStats(Model):
 
 # ---------------------------------------------------------------- search (THR-7, THR-8)
 
+class ThreadQuery(Model):
+    """The filters of `GET /threads` and `GET /threads/stats`."""
+
+    metadata: Annotated[list[Pair], msgspec.Meta(description="`key:value`, repeatable; all must match")] = []
+    label: Annotated[list[Pair], msgspec.Meta(description="`name:value`, repeatable")] = []
+    subject: Annotated[str, msgspec.Meta(description="Owner filter for requests naming nobody; empty for shared "
+                                                     "threads")] | None = None
+
+
+class ItemSearchQuery(Model):
+    """The query of `GET /thread-items`: words (THR-7) and/or notes (THR-8), and the filters."""
+
+    q: Annotated[str, msgspec.Meta(max_length=1000, description='Words, "a phrase", `or`, `-word`')] | None = None
+    thread_id: str | None = None
+    thread_metadata: Annotated[list[Pair], msgspec.Meta(description="`key:value`, repeatable")] = []
+    role: Role | None = None
+    from_: Annotated[Instant, msgspec.Meta(description="At or after")] | None = msgspec.field(default=None,
+                                                                                               name="from")
+    to: Annotated[Instant, msgspec.Meta(description="Before")] | None = None
+    metadata: Annotated[list[Pair], msgspec.Meta(description="Note filter `key:value`, repeatable")] = []
+    metadata_by: Annotated[str, msgspec.Meta(description="Whose notes (a person's id)")] | None = None
+
+
 class Highlight(Model):
     start: int
     end: int
@@ -297,6 +320,7 @@ __all__ = (
     "InputText",
     "ItemIn",
     "ItemOut",
+    "ItemSearchQuery",
     "Items",
     "ItemsIn",
     "ItemsOut",
@@ -329,5 +353,6 @@ __all__ = (
     "ThreadOut",
     "ThreadPage",
     "ThreadPatch",
+    "ThreadQuery",
     "ThreadStats",
 )

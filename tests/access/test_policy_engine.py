@@ -8,7 +8,15 @@ import pytest
 from sqlalchemy import column, create_engine, select, table, text
 from sqlalchemy.dialects.postgresql import JSONB
 
-from backend.access.policy import Requester, decide, default_policy, parse_policy, permits_every_row, visible_clause
+from backend.access.policy import (
+    Requester,
+    decide,
+    default_policy,
+    parse_policy,
+    permits_every_row,
+    visible_clause,
+    who_params,
+)
 from backend.db.engine import normalise_url
 from backend.errors import ValidationFailed
 
@@ -129,6 +137,10 @@ def _sql_visible(engine: Any, rules: Any, kind: str, action: str, who: Requester
         # Two-valued on every row: a NULL would turn into "hidden" under a NOT, whatever Python decides.
         unknown = {row[0] for row in conn.execute(select(objs.c.name).where(clause.is_(None)))}
         assert unknown == set()
+        # The same clause with the person's values as parameters (one statement for every person) agrees.
+        bound = visible_clause(rules, kind, action, who, objs.c.owner, objs.c.labels, bound=True)
+        assert {row[0] for row in conn.execute(select(objs.c.name).where(bound),
+                                               who_params(rules, who))} == found
         conn.rollback()
     return found
 

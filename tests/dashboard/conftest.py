@@ -30,8 +30,8 @@ def make_operator(database_url: str, email: str) -> tuple[str, str]:
 def record_event(database_url: str, settings: Settings, org_id: str, action: str, *, subject_id: str | None = None,
                  object_type: str | None = None, object_id: str | None = None, outcome: str = "allowed") -> str:
     """Append an event the way the platform does (the memory areas will write such events themselves)."""
+    from backend.access.actor import Actor
     from backend.domains.audit import service
-    from backend.domains.audit.service import Actor
 
     return _in_session(database_url, lambda db: service.record(  # type: ignore[no-any-return]
         db, org_id=org_id, actor=Actor("system", "test"), action=action, secret=settings.secret,

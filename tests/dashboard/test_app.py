@@ -12,7 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 from backend.config import Settings
 from dashboard import navigation
-from shared.client import AuditFilter, CoreClient
+from shared.client import CoreClient
+from shared.schemas.platform import AuditQuery
 from tests.dashboard.conftest import log_in, no_exception, record_event
 from tests.helpers import Org, bearer
 
@@ -352,7 +353,7 @@ def test_dsh_3_banner_and_filters_narrow_the_table(app: AppTest, org: Org, memor
     open_records(app)
     assert any("audit trail" in i.value for i in app.info)
     assert shown_ids(app) == [ids["vpn"], ids["bike"], ids["tea"], ids["office"]]
-    reads = admin_client.audit(AuditFilter(actions=("memory.read",))).data
+    reads = admin_client.audit(AuditQuery(action=["memory.read"])).data
     assert any(e.actor.type == "admin" and e.detail.get("count") == 4 for e in reads)  # the banner is true
 
     app.selectbox(key="records_store").select(stores["handbook"])
@@ -374,7 +375,7 @@ def test_dsh_3_banner_and_filters_narrow_the_table(app: AppTest, org: Org, memor
     assert shown_ids(app) == [ids["office"]]
     assert any(c.value.startswith("1 record matches · page 1 of 1") for c in app.caption)
     # The API filters (so paging walks shared records only), as its audit event of the read shows.
-    last_read = admin_client.audit(AuditFilter(actions=("memory.read",))).data[0]
+    last_read = admin_client.audit(AuditQuery(action=["memory.read"])).data[0]
     assert last_read.detail["filters"].get("shared") is True and last_read.detail["count"] == 1
 
     app.selectbox(key="records_owner").select("everyone")

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.client import ApiError, AuditFilter, CoreClient, MemoryFilter
-from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryPage, MemoryPatch
-from shared.schemas.platform import AuditPage, ChainStatus, KeyCreate, LoginOut
+from shared.client import ApiError, CoreClient, query_params
+from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryPage, MemoryPatch, MemoryQuery
+from shared.schemas.platform import AuditPage, AuditQuery, ChainStatus, KeyCreate, LoginOut
 from shared.schemas.stores import CommitmentsSettings, StoreSettingsOut, StoreSettingsPatch
 from tests.dashboard.conftest import _free_port_closed
 from tests.helpers import Org, bearer
@@ -61,20 +61,20 @@ def test_plt_14_validation_error_names_the_field(admin_client: CoreClient, org: 
 def test_plt_12_audit_filters_repeat_action_and_follow_cursors(admin_client: CoreClient, org: Org) -> None:
     for name in ("a", "b", "c"):
         org.client.post("/indexes", json={"name": name}, headers=org.full)
-    page = admin_client.audit(AuditFilter(actions=("index.created", "key.created")), limit=2)
+    page = admin_client.audit(AuditQuery(action=["index.created", "key.created"]), limit=2)
     assert isinstance(page, AuditPage)
     assert [e.action for e in page.data] == ["index.created", "index.created"] and page.next_cursor
-    rest = admin_client.audit(AuditFilter(actions=("index.created", "key.created")), cursor=page.next_cursor)
+    rest = admin_client.audit(AuditQuery(action=["index.created", "key.created"]), cursor=page.next_cursor)
     assert [e.action for e in rest.data] == ["index.created", "key.created"] and rest.next_cursor is None
-    walked = admin_client.audit_events(AuditFilter(actions=("index.created",)), max_events=10, page_size=1)
+    walked = admin_client.audit_events(AuditQuery(action=["index.created"]), max_events=10, page_size=1)
     assert [e.detail["name"] for e in walked] == ["c", "b", "a"]
-    future = AuditFilter(start=datetime.now(UTC) + timedelta(days=1))
+    future = AuditQuery(from_=datetime.now(UTC) + timedelta(days=1))
     assert admin_client.audit(future).data == []
 
 
 def test_plt_12_audit_filter_refuses_naive_instants() -> None:
     with pytest.raises(ValueError, match="offset"):
-        AuditFilter(start=datetime(2026, 1, 1)).params()
+        query_params(AuditQuery(from_=datetime(2026, 1, 1)))
 
 
 def test_plt_12_chain_status(admin_client: CoreClient, org: Org) -> None:
@@ -126,15 +126,15 @@ def test_mem_memory_filters_and_cursor(admin_client: CoreClient, org: Org) -> No
     shared = _write(org, store, "The office opens at eight", tags=["office"])
     anna = _write(org, store, "Anna drinks tea", person="anna", labels={"team": "support"})
     _write(org, other, "Elsewhere")
-    page = admin_client.memory(MemoryFilter(index_id=store))
+    page = admin_client.memory(MemoryQuery(index_id=store))
     assert isinstance(page, MemoryPage) and [r.id for r in page.data] == [anna, shared]
-    assert [r.id for r in admin_client.memory(MemoryFilter(index_id=store, subject="anna")).data] == [anna]
-    assert [r.id for r in admin_client.memory(MemoryFilter(index_id=store, tags=("office",))).data] == [shared]
-    assert [r.id for r in admin_client.memory(MemoryFilter(labels=(("team", "support"),))).data] == [anna]
-    assert [r.id for r in admin_client.memory(MemoryFilter(index_id=store, q="tea")).data] == [anna]
-    first = admin_client.memory(MemoryFilter(index_id=store), limit=1)
+    assert [r.id for r in admin_client.memory(MemoryQuery(index_id=store, subject="anna")).data] == [anna]
+    assert [r.id for r in admin_client.memory(MemoryQuery(index_id=store, tag=["office"])).data] == [shared]
+    assert [r.id for r in admin_client.memory(MemoryQuery(label=["team:support"])).data] == [anna]
+    assert [r.id for r in admin_client.memory(MemoryQuery(index_id=store, q="tea")).data] == [anna]
+    first = admin_client.memory(MemoryQuery(index_id=store), limit=1)
     assert [r.id for r in first.data] == [anna] and first.next_cursor
-    rest = admin_client.memory(MemoryFilter(index_id=store), cursor=first.next_cursor, limit=1)
+    rest = admin_client.memory(MemoryQuery(index_id=store), cursor=first.next_cursor, limit=1)
     assert [r.id for r in rest.data] == [shared]
 
 
@@ -170,7 +170,7 @@ def test_inj_3_store_settings_read_patch_and_field_error(admin_client: CoreClien
     with pytest.raises(ApiError) as caught:
         admin_client.update_store_settings(store, {"injection": {"budget_tokens": -1}})
     assert (caught.value.status, caught.value.param) == (422, "injection.budget_tokens")
-    events = admin_client.audit(AuditFilter(actions=("store.settings_changed",), object_id=store)).data
+    events = admin_client.audit(AuditQuery(action=["store.settings_changed"], object_id=store)).data
     assert [e.object_id for e in events] == [store]
 
 
@@ -178,7 +178,15 @@ def test_inj_3_store_settings_read_patch_and_field_error(admin_client: CoreClien
 
 
 def test_dsh_7_thread_reads_decode_into_the_schemas(admin_client: CoreClient, org: Org) -> None:
-    from shared.schemas.threads import FunctionCallOut, MessageOut, SearchPage, StateOut, ThreadPage
+    from shared.schemas.threads import (
+        FunctionCallOut,
+        ItemSearchQuery,
+        MessageOut,
+        SearchPage,
+        StateOut,
+        ThreadPage,
+        ThreadQuery,
+    )
 
     created = org.client.post("/threads", headers=bearer(org.key, "anna"), json={
         "metadata": {"dossier": "4711"},
@@ -188,10 +196,10 @@ def test_dsh_7_thread_reads_decode_into_the_schemas(admin_client: CoreClient, or
     anna = created.json()["id"]
     shared = org.client.post("/threads", json={}, headers=org.full).json()["id"]
 
-    page = admin_client.threads(subject="anna")
+    page = admin_client.threads(ThreadQuery(subject="anna"))
     assert isinstance(page, ThreadPage) and [t.id for t in page.data] == [anna]
-    assert [t.id for t in admin_client.threads(subject="").data] == [shared]
-    assert [t.id for t in admin_client.threads(metadata=[("dossier", "4711")]).data] == [anna]
+    assert [t.id for t in admin_client.threads(ThreadQuery(subject="")).data] == [shared]
+    assert [t.id for t in admin_client.threads(ThreadQuery(metadata=["dossier:4711"])).data] == [anna]
     first = admin_client.threads(limit=1)
     assert [t.id for t in first.data] == [shared] and first.next_cursor
     assert [t.id for t in admin_client.threads(cursor=first.next_cursor, limit=1).data] == [anna]
@@ -210,13 +218,14 @@ def test_dsh_7_thread_reads_decode_into_the_schemas(admin_client: CoreClient, or
     assert isinstance(state, StateOut) and (state.state, state.version, state.updated_at) == ({}, 0, None)
     assert admin_client.thread_summaries(anna).data == []
 
-    found = admin_client.search_messages("refund")
+    found = admin_client.search_messages(ItemSearchQuery(q="refund"))
     assert isinstance(found, SearchPage) and [(h.item_id, h.subject) for h in found.data] == [(items[0].id, "anna")]
     assert found.searched_to is not None
-    assert admin_client.search_messages("refund", role="assistant").data == []
-    assert [h.item_id for h in admin_client.search_messages(notes=[("status", "open")]).data] == [items[0].id]
+    assert admin_client.search_messages(ItemSearchQuery(q="refund", role="assistant")).data == []
+    by_note = admin_client.search_messages(ItemSearchQuery(metadata=["status:open"])).data
+    assert [h.item_id for h in by_note] == [items[0].id]
     with pytest.raises(ApiError) as caught:
-        admin_client.search_messages("-refund")
+        admin_client.search_messages(ItemSearchQuery(q="-refund"))
     assert (caught.value.status, caught.value.code, caught.value.param) == (400, "exclusions_only", "q")
     with pytest.raises(ValueError, match="offset"):
-        admin_client.search_messages("refund", start=datetime(2026, 1, 1))
+        admin_client.search_messages(ItemSearchQuery(q="refund", from_=datetime(2026, 1, 1)))

@@ -10,7 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import data
-from shared.client import AuditFilter, CoreClient
+from shared.client import CoreClient
+from shared.schemas.platform import AuditQuery
 from shared.schemas.threads import Highlight
 from tests.dashboard.conftest import log_in, no_exception
 from tests.helpers import Org, bearer
@@ -249,7 +250,7 @@ def test_dsh_7_a_selected_thread_shows_items_with_writers_state_and_no_summaries
     assert "No summaries yet — compaction summaries are written by turns (TRN-6)." in infos(app)
 
     # What the banner says: the administrator's reads are in the audit trail as thread.read.
-    events = admin_client.audit(AuditFilter(actions=("thread.read",)), limit=50).data
+    events = admin_client.audit(AuditQuery(action=["thread.read"]), limit=50).data
     routes = {str(e.detail["route"]) for e in events}
     assert {"GET /threads", "GET /threads/{id}", "GET /threads/{id}/items", "GET /threads/{id}/state",
             "GET /threads/{id}/summaries"} <= routes

@@ -117,9 +117,9 @@ def test_exp_2_filters_index_type_subject_shared_since_until(mem, seeded, client
     assert ids(shared="true") == {s["shared"]}
     created = {k: datetime.fromisoformat(v["created_at"]) for k, v in seeded.items()}
     cut = created["bob"]
-    assert ids(since=cut.isoformat()) == {s["bob"], s["shared"]}
-    assert ids(until=cut.isoformat()) == {s["anna_fact"], s["anna_commitment"]}
-    assert ids(since=(cut + timedelta(days=1)).isoformat()) == set()
+    assert ids(after=cut.isoformat()) == {s["bob"], s["shared"]}
+    assert ids(before=cut.isoformat()) == {s["anna_fact"], s["anna_commitment"]}
+    assert ids(after=(cut + timedelta(days=1)).isoformat()) == set()
     assert ids(metadata="source:chat") == {s["anna_fact"]}  # JSONB parameters reach the COPY statement
     assert ids(metadata="n:5", label="team:red", tag="DOCKER") == {s["anna_fact"]}
     assert ids(metadata="source:mail") == set()
@@ -318,7 +318,7 @@ def test_exp_4_records_frame_over_real_http(mem, seeded, live_api):
     only = records_frame(live_api, mem.org.key, index_id=mem.index_id, type="commitment")
     assert only["id"].to_list() == [seeded["anna_commitment"]["id"]]
     since = datetime.fromisoformat(seeded["bob"]["created_at"])
-    shared = records_frame(live_api, mem.org.admin_token, index_id=mem.index_id, shared=True, since=since)
+    shared = records_frame(live_api, mem.org.admin_token, index_id=mem.index_id, shared=True, after=since)
     assert shared["id"].to_list() == [seeded["shared"]["id"]]
     assert shared.schema == pl.Schema(RECORD_SCHEMA)
     token = mem.org.subject_token(mem.key, "anna")
@@ -331,7 +331,7 @@ def test_exp_1_tiny_blocks_cut_only_between_rows(mem, seeded, client, database_u
     """Blocks far smaller than a row still split only at row ends, also inside quoted multi-line text."""
     from backend.domains.exports.repository import _row_end
     from backend.domains.exports.to_file import export_to_file
-    from backend.domains.memory.repository import Filters
+    from shared.schemas.memory import MemoryQuery
 
     block = b'a,"x\ny ""q""\nz",1\nb,"\n",2\nc,"open'
     assert block[:_row_end(block, len(block)) + 1] == b'a,"x\ny ""q""\nz",1\nb,"\n",2\n'
@@ -340,7 +340,7 @@ def test_exp_1_tiny_blocks_cut_only_between_rows(mem, seeded, client, database_u
     for fmt in ("parquet", "csv", "ndjson"):
         out = tmp_path / f"tiny.{fmt}"
         rows = export_to_file(database_url, settings.secret, "records", fmt, str(out), org_id=mem.org.org_id,
-                              records=Filters(index_id=mem.index_id), block_bytes=16)
+                              records=MemoryQuery(index_id=mem.index_id), block_bytes=16)
         assert rows == len(seeded)
         assert read(out.read_bytes(), fmt).equals(reference)
 
@@ -392,22 +392,14 @@ def test_exp_2_the_audited_count_is_exactly_the_files_rows_despite_writes_in_bet
     before the first byte is in neither the count nor the file (it was the known gap of stop 8)."""
     import asyncio
 
-    from backend.access import principal as principal_mod
     from backend.domains.exports import service
-    from backend.domains.memory.repository import Filters
-    from tests.helpers import in_transaction
+    from shared.schemas.memory import MemoryQuery
+    from tests.helpers import as_request
 
-    async def begin_export(session: Any) -> Any:
-        from backend.db.engine import make_engine, make_sessionmaker
+    async def begin_export(ctx: Any) -> Any:
+        return await service.for_request(ctx, MemoryQuery(index_id=mem.index_id), "ndjson")
 
-        principal = await principal_mod.resolve(session, secret=settings.secret,
-                                                authorization=f"Bearer {mem.key}", subject_header=None,
-                                                org_header=None)
-        rows_engine = make_engine(database_url, pool_size=1)  # only its URL and dialect are used
-        return await service.for_request(session, make_sessionmaker(rows_engine), principal, settings.secret,
-                                         Filters(index_id=mem.index_id), "ndjson")
-
-    export, rows = in_transaction(database_url, begin_export)
+    export, rows = as_request(database_url, settings, mem.key, None, begin_export)
     late = mem.write(mem.nobody, "Written after the count, before the first byte", type="note")
 
     async def drain() -> bytes:

@@ -8,7 +8,7 @@ from backend.access.policy import default_policy
 from backend.access.scope import build_scope
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.domains.injection import service as injection
-from tests.helpers import assert_error, bearer
+from tests.helpers import as_request, assert_error, bearer
 from tests.injection.test_block import WORKED_BLOCK
 
 
@@ -84,24 +84,12 @@ def test_inj_12_preview_is_audited_changes_no_recall_count_and_is_refused_to_oth
 def test_inj_4_a_turn_bumps_recall_counts_of_what_it_injected(org, client, db, settings, database_url):
     index_id, ids = _worked_store(client, org, db)
     key = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": index_id}})
-    principal_doc = client.get("/key", headers=bearer(key["secret"])).json()
 
-    async def turn() -> list[str]:
-        from backend.access.principal import Principal
-        from backend.access.subjects import Subject
-        from backend.domains.audit.service import Actor
-
-        key_row = {**principal_doc, "org_id": org.org_id}
-        principal = Principal("key", org.org_id, Actor("key", key["id"]), frozenset(key_row["capabilities"]),
-                              Subject("anna"), key=key_row)
-        engine = make_engine(database_url, pool_size=1)
-        async with make_sessionmaker(engine)() as session, session.begin():
-            built = await injection.for_turn(session, principal, build_scope(principal, None), agent_block=None,
-                                             turn_input="bank", max_budget=8000)
-        await engine.dispose()
+    async def turn(ctx) -> list[str]:
+        built = await injection.for_turn(ctx, agent_block=None, turn_input="bank")
         return built.block.injected_ids if built.block else []
 
-    injected = asyncio.run(turn())
+    injected = as_request(database_url, settings, key["secret"], "anna", turn)
     assert len(injected) == 7
     counts = {r[0]: r[1] for r in db.execute("SELECT id, recall_count FROM memory_records")}
     assert {i for i, n in counts.items() if n == 1} == set(injected)
@@ -219,9 +207,9 @@ def test_inj_13_confidence_floor_gives_exactly_the_full_ranking(org, client, db,
                     rng.choice(["fact", "preference", "note"]), rng.random(), rng.random() * 86400 * 60))
     principal_org = db.execute("SELECT memory_decay FROM orgs WHERE id = %s", (org.org_id,)).fetchone()[0]
     half_lives = decay.half_lives({"memory_decay": principal_org}, None)
+    from backend.access.actor import Actor
     from backend.access.principal import Principal
     from backend.access.subjects import Subject
-    from backend.domains.audit.service import Actor
 
     key = {"id": "key_x", "org_id": org.org_id, "policy": default_policy(), "capabilities": ["memory"], "memory": {}}
     principal = Principal("key", org.org_id, Actor("key", "key_x"), frozenset({"memory"}), Subject("anna"), key=key)
@@ -257,9 +245,9 @@ def test_inj_13_commitments_read_as_two_ranges_give_exactly_the_full_ranking(org
     import json
     import random
 
+    from backend.access.actor import Actor
     from backend.access.principal import Principal
     from backend.access.subjects import Subject
-    from backend.domains.audit.service import Actor
     from backend.domains.injection import repository as repo
 
     index_id = _index(client, org)

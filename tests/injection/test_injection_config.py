@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
+from backend.access.actor import Actor
 from backend.access.policy import default_policy
 from backend.access.principal import Principal
 from backend.access.scope import build_scope
 from backend.db.engine import make_engine, make_sessionmaker
-from backend.domains.audit.service import Actor
 from backend.domains.injection.config import check_saved_block, choose_block
 from backend.errors import ValidationFailed
 from tests.helpers import assert_error

@@ -7,22 +7,18 @@ its own index and keys, and tests count and check rows of their own index only.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import json
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
 import pytest
 from litestar.testing import TestClient
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.policy import writer_policy
-from backend.access.principal import Principal
 from backend.app import create_app
 from backend.config import Settings
 from tests.helpers import Org, bearer, bootstrap_org
@@ -116,27 +112,6 @@ class Mem:
                          " ON r.org_id = v.org_id AND r.id = v.record_id WHERE r.index_id = %(i)s)",
                          {"i": self.index_id}).fetchone()
         return int(row[0]), int(row[1])
-
-
-def in_transaction(database_url: str, secret: str, key: str, subject: str | None,
-                   work: Callable[[AsyncSession, Principal], Awaitable[T]]) -> T:
-    """Run `work` in one transaction of its own, as the API would for this key and person (for work that a turn or
-    a job does outside an HTTP request)."""
-    from backend.access import principal as principal_mod
-    from backend.db.engine import make_engine, make_sessionmaker
-
-    async def go() -> T:
-        engine = make_engine(database_url, pool_size=1)
-        try:
-            async with make_sessionmaker(engine)() as session, session.begin():
-                principal = await principal_mod.resolve(
-                    session, secret=secret, authorization=f"Bearer {key}",
-                    subject_header=json.dumps({"id": subject}) if subject else None, org_header=None)
-                return await work(session, principal)
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(go())
 
 
 def make_index(org: Org, embedding: dict[str, Any] | None = None) -> str:

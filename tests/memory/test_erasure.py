@@ -97,26 +97,25 @@ def test_mem_19_erasure_leaves_no_trace_and_keeps_shared_records(mem: Mem, clien
 def test_mem_19_work_that_began_before_the_erasure_cannot_write_her_back(mem: Mem, client: Any, db: Any,
                                                                          settings: Any, database_url: str) -> None:
     """A transaction that started before the erasure and writes for her afterwards is refused (409)."""
-    from backend.domains.memory import service
+    from backend.domains.memory import writes
     from backend.errors import Conflict
     from shared.schemas.memory import MemoryCreate
-    from tests.memory.conftest import in_transaction
+    from tests.helpers import as_request
 
     person = f"late-{uuid.uuid4().hex[:8]}"
     mem.write(bearer(mem.key, person), "written before")
 
-    async def scenario(session: Any, principal: Any) -> str:
-        reader = await service.reader(session, principal, settings.secret)
+    async def scenario(ctx: Any) -> str:
+        item = await writes.prepare(ctx, MemoryCreate(index_id=mem.index_id, type="fact", text="written after"),
+                                    source="api")
         # The erasure commits while this transaction is open.
         erased = await asyncio.to_thread(client.delete, f"/subjects/{person}", headers=mem.admin)
         assert erased.status_code == 200, erased.text
-        item = await service.prepare(session, reader, MemoryCreate(index_id=mem.index_id, type="fact",
-                                                                   text="written after"), source="api")
         with pytest.raises(Conflict) as refused:
-            await service.write(session, reader, [item])
+            await writes.write(ctx, [item])
         return refused.value.code
 
-    assert in_transaction(database_url, settings.secret, mem.key, person, scenario) == "subject_erased"
+    assert as_request(database_url, settings, mem.key, person, scenario) == "subject_erased"
     assert mem.list(mem.nobody, subject=person) == []
     # A request that starts after the erasure may write for the same id again: it is a new start.
     assert mem.write(bearer(mem.key, person), "a new start")["subject"] == person

@@ -265,6 +265,6 @@ def test_mem_13_search_results_scores_and_confidence_pct(mem: Mem, client: Any, 
 @pytest.mark.parametrize("value, shown", [(0.824, "82%"), (0.826, "83%"), (1.0, "100%"), (0.0, "0%"), (0.004, "0%"),
                                           (0.006, "1%")])
 def test_mem_13_confidence_pct_rounds_half_up(value: float, shown: str) -> None:
-    from backend.domains.memory.service import confidence_pct
+    from backend.domains.memory.rules import confidence_pct
 
     assert confidence_pct(value) == shown

@@ -366,16 +366,16 @@ def test_mem_17_a_record_written_during_a_turn_keeps_its_provenance(mem: Mem, cl
     import json
 
     from backend.domains.tools import service as tools
-    from tests.memory.conftest import in_transaction
+    from tests.helpers import as_request
 
     provenance = {"thread_id": "thr_01j0000000000000000000000a", "response_id": "resp_01j0000000000000000000000a",
                   "item_id": "itm_01j0000000000000000000000a"}
 
-    async def during_a_turn(session: Any, principal: Any) -> str:
-        return await tools.call(session, principal, settings.secret, f"memory__{mem.index_id}__write",
+    async def during_a_turn(ctx: Any) -> str:
+        return await tools.call(ctx, f"memory__{mem.index_id}__write",
                                 {"type": "fact", "text": "Flies to Oslo on Monday."}, None, provenance=provenance)
 
-    answer = json.loads(in_transaction(database_url, settings.secret, mem.key, "anna", during_a_turn))
+    answer = json.loads(as_request(database_url, settings, mem.key, "anna", during_a_turn))
     record = client.get(f"/memory/{answer['memory_id']}", headers=mem.anna()).json()
     assert record["provenance"] == provenance and record["source"] == "model"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from backend.db.engine import make_engine, make_sessionmaker
-from backend.domains.threads.service import erase_subject_threads
+from backend.domains.threads.repository import erase_subject as erase_subject_threads
 from tests.helpers import assert_error, bearer
 from tests.threads.util import append, group_policy, msg, new_thread
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from backend.access import principal as principal_mod
+from backend import contexts
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.domains.threads import service
 from backend.errors import Conflict
@@ -29,21 +29,20 @@ OPEN_THREADS = {"indexes": ["*"], "settings": {}, "rules": [
 
 
 def _late(database_url: str, settings: Any, key: str, subject: str | None, client: Any, org: Org, person: str,
-          write: Callable[[Any, Any], Awaitable[Any]]) -> str:
+          write: Callable[[Any], Awaitable[Any]]) -> str:
     """Open a transaction for `subject`, erase `person` from another connection, then run `write`."""
 
     async def go() -> str:
         engine = make_engine(database_url, pool_size=1)
         try:
             async with make_sessionmaker(engine)() as session, session.begin():
-                principal = await principal_mod.resolve(
-                    session, secret=settings.secret, authorization=f"Bearer {key}",
-                    subject_header=json.dumps({"id": subject}) if subject else None, org_header=None)
-                ctx = await service.context(session, principal, settings)
+                ctx = await contexts.for_credential(session, settings, authorization=f"Bearer {key}",
+                                                    subject_header=json.dumps({"id": subject}) if subject else None)
+                ctx.require_threads()
                 erased = await asyncio.to_thread(client.delete, f"/subjects/{person}", headers=org.admin)
                 assert erased.status_code == 200, erased.text
                 with pytest.raises(Conflict) as refused:
-                    await write(session, ctx)
+                    await write(ctx)
                 return refused.value.code
         finally:
             await engine.dispose()
@@ -65,12 +64,12 @@ def test_mem_19_late_thread_writes_of_an_erased_person_are_refused(client, org, 
     key = org.make_key(policy=OPEN_THREADS)["secret"]
     shared = new_thread(client, bearer(key), items=[msg("user", "a shared question")])
     item_id = shared["items"][0]["id"]
-    writes: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {
-        "new thread": lambda db_, ctx: service.create_thread(db_, ctx, ThreadCreate(items=[MessageIn(
+    writes: dict[str, Callable[[Any], Awaitable[Any]]] = {
+        "new thread": lambda ctx: service.create_thread(ctx, ThreadCreate(items=[MessageIn(
             role="user", content="hello")])),
-        "items elsewhere": lambda db_, ctx: service.append_items(db_, ctx, shared["id"], [MessageIn(
+        "items elsewhere": lambda ctx: service.append_items(ctx, shared["id"], [MessageIn(
             role="user", content="me again")]),
-        "note": lambda db_, ctx: service.put_note(db_, ctx, shared["id"], item_id, {"mood": "fine"}),
+        "note": lambda ctx: service.put_note(ctx, shared["id"], item_id, {"mood": "fine"}),
     }
     for name, write in writes.items():
         person = f"anna-{name.replace(' ', '-')}"
@@ -81,7 +80,7 @@ def test_mem_19_late_thread_writes_of_an_erased_person_are_refused(client, org, 
     person = "anna-state"
     assert new_thread(client, bearer(key, person), items=[msg("user", "mine")])
     state = _late(database_url, settings, key, person, client, org, person,
-                  lambda db_, ctx: service.write_state(db_, ctx, shared["id"], replace={"note": person}))
+                  lambda ctx: service.write_state(ctx, shared["id"], replace={"note": person}))
     assert state == "subject_erased"
     assert db.execute("SELECT count(*) FROM thread_states WHERE thread_id = %s", (shared["id"],)).fetchone()[0] == 0
 
@@ -89,7 +88,7 @@ def test_mem_19_late_thread_writes_of_an_erased_person_are_refused(client, org, 
     person = "anna-relabelled"
     assert new_thread(client, bearer(key, person), items=[msg("user", "mine")])
     relabel = _late(database_url, settings, key, None, client, org, person,
-                    lambda db_, ctx: service.patch_thread(db_, ctx, shared["id"], ThreadPatch(
+                    lambda ctx: service.patch_thread(ctx, shared["id"], ThreadPatch(
                         labels={"participants": [person, "bob"]})))
     assert relabel == "subject_erased"
     assert _traces(db, person) == []

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import AuditEvent, table_of
+from shared.schemas.platform import AuditQuery
 
 T = table_of(AuditEvent)
 
@@ -27,41 +27,27 @@ async def insert_event(db: AsyncSession, row: dict[str, Any]) -> None:
     await db.execute(insert(T).values(**row))
 
 
-async def list_events(
-    db: AsyncSession,
-    org_id: str,
-    *,
-    after: datetime | None,
-    before: datetime | None,
-    actor_type: str | None,
-    actor_id: str | None,
-    actions: list[str],
-    object_type: str | None,
-    object_id: str | None,
-    subject_hash: str | None,
-    outcome: str | None,
-    before_seq: int | None,
-    limit: int,
-) -> list[Any]:
+async def list_events(db: AsyncSession, org_id: str, f: AuditQuery, subject_hash: str | None, *,
+                      before_seq: int | None, limit: int) -> list[Any]:
     conditions = [T.c.org_id == org_id]
-    if after is not None:
-        conditions.append(T.c.at >= after)
-    if before is not None:
-        conditions.append(T.c.at < before)
-    if actor_type is not None:
-        conditions.append(T.c.actor_type == actor_type)
-    if actor_id is not None:
-        conditions.append(T.c.actor_id == actor_id)
-    if actions:
-        conditions.append(T.c.action.in_(actions))
-    if object_type is not None:
-        conditions.append(T.c.object_type == object_type)
-    if object_id is not None:
-        conditions.append(T.c.object_id == object_id)
+    if f.from_ is not None:
+        conditions.append(T.c.at >= f.from_)
+    if f.to is not None:
+        conditions.append(T.c.at < f.to)
+    if f.actor_type is not None:
+        conditions.append(T.c.actor_type == f.actor_type)
+    if f.actor_id is not None:
+        conditions.append(T.c.actor_id == f.actor_id)
+    if f.action:
+        conditions.append(T.c.action.in_(f.action))
+    if f.object_type is not None:
+        conditions.append(T.c.object_type == f.object_type)
+    if f.object_id is not None:
+        conditions.append(T.c.object_id == f.object_id)
     if subject_hash is not None:
         conditions.append(T.c.subject_hash == subject_hash)
-    if outcome is not None:
-        conditions.append(T.c.outcome == outcome)
+    if f.outcome is not None:
+        conditions.append(T.c.outcome == f.outcome)
     if before_seq is not None:
         conditions.append(T.c.seq < before_seq)
     query = select(T).where(and_(*conditions)).order_by(T.c.seq.desc()).limit(limit)

@@ -11,19 +11,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.access.actor import Actor
 from backend.domains.audit import repository
 from backend.ids import new_id
 
 GENESIS = "0" * 64
 
-
-@dataclass(frozen=True)
-class Actor:
-    type: str  # key | admin | subject | system
-    id: str | None
-
-
-CLI_ACTOR = Actor("system", "cli")  # work an operator runs with the `coremem` command (exports, re-embedding)
 
 def subject_hash(secret: str, org_id: str, subject_id: str | None) -> str | None:
     """A keyed hash of a person's id, so the trail never holds a readable name (and survives erasure)."""

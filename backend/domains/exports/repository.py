@@ -19,8 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
 from backend.db.models import KnowledgeIndex, Org, table_of
-from backend.domains.memory.repository import Filters, R, filter_clauses, readable, record_columns
+from backend.domains.memory.repository import R, filter_clauses, readable, record_columns
 from backend.domains.threads.repository import I, T
+from shared.schemas.memory import MemoryQuery
 
 IDX = table_of(KnowledgeIndex)
 ORGS = table_of(Org)
@@ -57,7 +58,7 @@ def _instant_in(part: Any, name: str) -> ColumnElement[Any]:
     return _micros(cast(part.op("->>")(name), TIMESTAMP(timezone=True)))
 
 
-def _record_select(scope: Scope, half_lives: Mapping[str, float], f: Filters) -> Any:
+def _record_select(scope: Scope, half_lives: Mapping[str, float], f: MemoryQuery) -> Any:
     where = [*readable(scope), *filter_clauses(f, half_lives)]
     r = select(*record_columns(scope, half_lives)).where(*where).subquery("r")
     c = r.c
@@ -82,12 +83,12 @@ def _record_select(scope: Scope, half_lives: Mapping[str, float], f: Filters) ->
     return select(*columns).order_by(c.id)
 
 
-def record_rows(scope: Scope, half_lives: Mapping[str, float], f: Filters) -> Any:
+def record_rows(scope: Scope, half_lives: Mapping[str, float], f: MemoryQuery) -> Any:
     """The columns of formats.RECORD_SCHEMA for every record the scope reaches and the filters keep, by id."""
     return _record_select(scope, half_lives, f)
 
 
-def record_count(scope: Scope, half_lives: Mapping[str, float], f: Filters) -> Any:
+def record_count(scope: Scope, half_lives: Mapping[str, float], f: MemoryQuery) -> Any:
     """How many rows `record_rows` gives."""
     return select(func.count()).select_from(R).where(*readable(scope), *filter_clauses(f, half_lives))
 

@@ -21,20 +21,19 @@ from typing import Any
 
 import polars as pl
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.access.actor import CLI_ACTOR, Actor
+from backend.access.context import RequestContext
 from backend.access.policy import Requester
-from backend.access.principal import Principal
 from backend.access.scope import Scope
 from backend.domains.audit import service as audit
-from backend.domains.audit.service import CLI_ACTOR, Actor
 from backend.domains.exports import formats
 from backend.domains.exports import repository as repo
-from backend.domains.memory import decay
-from backend.domains.memory import service as memory
-from backend.domains.memory.repository import Filters
+from backend.domains.memory import decay, reads
 from backend.domains.orgs import repository as orgs_repo
 from backend.errors import BadRequest, NotFound, ValidationFailed
+from shared.schemas.memory import MemoryQuery
 
 BLOCK_BYTES = 16 * 2**20
 
@@ -54,7 +53,7 @@ class Export:
     kind: str  # records | thread_items
     scope: Scope
     half_lives: Mapping[str, float] = field(default_factory=dict)
-    records: Filters = field(default_factory=Filters)
+    records: MemoryQuery = field(default_factory=MemoryQuery)
     items: ItemFilters = field(default_factory=ItemFilters)
 
     @property
@@ -83,20 +82,19 @@ def check_format(fmt: str) -> formats.Format:
 
 # ---------------------------------------------------------------- who exports
 
-async def for_request(db: AsyncSession, sessions: async_sessionmaker[AsyncSession], principal: Principal,
-                      secret: str, f: Filters, fmt: str, key_id: str | None = None) -> tuple[Export, repo.CsvBlocks]:
+async def for_request(ctx: RequestContext, f: MemoryQuery, fmt: str, key_id: str | None = None
+                      ) -> tuple[Export, repo.CsvBlocks]:
     """EXP-2: administrators or keys with `management` (a subject token: 403); the view is `GET /memory`'s.
 
     Returns the export and its rows, already counted in the snapshot they are read from; the audit event
-    (written in `db`, the request's transaction) carries that count."""
-    principal.require_management()
-    r = await memory.reader(db, principal, secret, key_id=key_id, bulk=True)
-    await memory.check_filters(db, r, f)
-    export = Export("records", r.scope, r.half_lives, f)
-    blocks = await start(sessions, export)
+    (written in the request's transaction) carries that count."""
+    ctx.require_management()
+    await reads.check_filters(ctx, f)
+    export = Export("records", ctx.scope, await decay.half_lives_for(ctx, key_id, bulk=True), f)
+    blocks = await start(ctx.db.bind, export)
     try:
-        await _audit(db, export, principal.actor, secret, fmt, memory.describe_filters(r, f), "GET /memory/export",
-                     blocks.count or 0)
+        await _audit(ctx.db, export, ctx.actor, ctx.settings.secret, fmt, reads.describe_filters(ctx, f),
+                     "GET /memory/export", blocks.count or 0)
     except BaseException:
         blocks.abort()
         raise
@@ -124,17 +122,17 @@ async def organisation_of(db: AsyncSession, org_id: str | None, *, index_id: str
     return org_id
 
 
-async def for_org(db: AsyncSession, org_id: str | None, kind: str, *, records: Filters | None = None,
+async def for_org(db: AsyncSession, org_id: str | None, kind: str, *, records: MemoryQuery | None = None,
                   items: ItemFilters | None = None) -> Export:
     """The CLI reads as the organisation: every index, every owner, the organisation's half-lives (MEM-9)."""
-    f = records or Filters()
+    f = records or MemoryQuery()
     i = items or ItemFilters()
     org_id = await organisation_of(db, org_id, index_id=f.index_id if kind == "records" else None,
                                    thread_id=i.thread_id if kind == "thread_items" else None)
     org = await orgs_repo.get(db, org_id)
     if org is None:
         raise NotFound(f"No organisation {org_id!r}.", param="org")
-    memory.check_owner_filters(f)
+    reads.check_owner_filters(f)
     scope = Scope(org_id, Requester(None, {}), None, (), unrestricted=True)
     return Export(kind, scope, decay.half_lives(org, None), f, i)
 
@@ -143,7 +141,7 @@ async def audit_cli(db: AsyncSession, export: Export, secret: str, fmt: str, cou
     if export.kind == "records":
         f = export.records
         filters: dict[str, Any] = {
-            "index_id": f.index_id, "type": f.types or None, "shared": f.shared or None,
+            "index_id": f.index_id, "type": f.type or None, "shared": f.shared or None,
             "subject_hash": audit.subject_hash(secret, export.scope.org_id, f.subject),
             "after": f.after.isoformat() if f.after else None, "before": f.before.isoformat() if f.before else None,
         }
@@ -173,9 +171,9 @@ def _convert(writer: formats.Writer, block: bytes, schema: dict[str, pl.DataType
     return writer.write(df), df.height
 
 
-def _conninfo(sessions: async_sessionmaker[AsyncSession]) -> tuple[str, Dialect]:
-    """The libpq URL and dialect of the sessions' engine (the rows are read on a connection of their own)."""
-    engine = sessions.kw["bind"]
+def _conninfo(bind: Any) -> tuple[str, Dialect]:
+    """The libpq URL and dialect of the request's engine (the rows are read on a connection of their own)."""
+    engine = getattr(bind, "engine", bind)
     return engine.url.set(drivername="postgresql").render_as_string(hide_password=False), engine.dialect
 
 
@@ -184,10 +182,9 @@ def _forget(future: asyncio.Future[Any]) -> None:
     future.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
-async def start(sessions: async_sessionmaker[AsyncSession], export: Export,
-                block_bytes: int = BLOCK_BYTES) -> repo.CsvBlocks:
+async def start(bind: Any, export: Export, block_bytes: int = BLOCK_BYTES) -> repo.CsvBlocks:
     """Open the export's rows on a connection of its own: count them, then start the COPY, in one snapshot."""
-    conninfo, dialect = _conninfo(sessions)
+    conninfo, dialect = _conninfo(bind)
     blocks = repo.CsvBlocks(conninfo, dialect, export.rows(), block_bytes, count_query=export.count())
     await asyncio.to_thread(blocks.open)
     return blocks

@@ -34,7 +34,7 @@ async def _write(sessions: Any, secret: str, kind: str, fmt: str, out: str, *, o
     try:
         async with sessions() as db, db.begin():
             export = await service.for_org(db, org_id, kind, records=records, items=items)
-            blocks = await service.start(sessions, export, block_bytes)
+            blocks = await service.start(sessions.kw["bind"], export, block_bytes)
             total = await service.audit_cli(db, export, secret, fmt, blocks.count or 0)
         progress.start(total)
         written = 0

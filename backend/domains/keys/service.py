@@ -9,10 +9,11 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access import credentials
+from backend.access.actor import Actor
+from backend.access.context import RequestContext
 from backend.access.policy import default_policy, parse_policy, widening
 from backend.access.principal import ALL_CAPABILITIES, Principal
 from backend.domains.audit import service as audit
-from backend.domains.audit.service import Actor
 from backend.domains.indexes import repository as indexes_repo
 from backend.domains.keys import repository as repo
 from backend.errors import BadRequest, Forbidden, NotFound, ValidationFailed
@@ -119,47 +120,50 @@ async def insert_new_key(db: AsyncSession, org_id: str, body: KeyCreate, actor: 
     return row, key_secret
 
 
-def _check_org(principal: Principal, org_id: str) -> None:
-    principal.require_management()
-    if principal.org_id != org_id:
+def _check_org(ctx: RequestContext, org_id: str) -> None:
+    ctx.require_management()
+    if ctx.principal.chosen_org_id != org_id:
         raise NotFound("No such organisation.", param="org_id")
 
 
-async def get_key(db: AsyncSession, principal: Principal, org_id: str, key_id: str) -> dict[str, Any]:
-    _check_org(principal, org_id)
-    row = await repo.get(db, org_id, key_id)
+async def _changed(ctx: RequestContext, row: dict[str, Any], action: str, detail: dict[str, Any] | None = None
+                   ) -> None:
+    await _log(ctx.db, row, action, ctx.actor, secret=ctx.settings.secret,
+               retention_days=ctx.settings.key_audit_retention_days, detail=detail)
+
+
+async def get_key(ctx: RequestContext, org_id: str, key_id: str) -> dict[str, Any]:
+    _check_org(ctx, org_id)
+    row = await repo.get(ctx.db, org_id, key_id)
     if row is None:
         raise NotFound("No such key.", param="key_id")
     return row
 
 
-async def create_key(db: AsyncSession, principal: Principal, org_id: str, body: KeyCreate, *, secret: str,
-                     retention_days: int) -> tuple[dict[str, Any], str]:
-    _check_org(principal, org_id)
-    return await insert_new_key(db, org_id, body, principal.actor, secret=secret, retention_days=retention_days,
-                                granter=principal)
+async def create_key(ctx: RequestContext, org_id: str, body: KeyCreate) -> tuple[dict[str, Any], str]:
+    _check_org(ctx, org_id)
+    return await insert_new_key(ctx.db, org_id, body, ctx.actor, secret=ctx.settings.secret,
+                                retention_days=ctx.settings.key_audit_retention_days, granter=ctx.principal)
 
 
-async def list_keys(db: AsyncSession, principal: Principal, org_id: str, after: str | None,
-                    limit: int) -> list[dict[str, Any]]:
-    _check_org(principal, org_id)
-    return await repo.list_page(db, org_id, after, limit)
+async def list_keys(ctx: RequestContext, org_id: str, after: str | None, limit: int) -> list[dict[str, Any]]:
+    _check_org(ctx, org_id)
+    return await repo.list_page(ctx.db, org_id, after, limit)
 
 
-async def patch_key(db: AsyncSession, principal: Principal, org_id: str, key_id: str, body: KeyPatch, *,
-                    secret: str, retention_days: int) -> dict[str, Any]:
-    before = await get_key(db, principal, org_id, key_id)
-    check_may_change(principal, before)
+async def patch_key(ctx: RequestContext, org_id: str, key_id: str, body: KeyPatch) -> dict[str, Any]:
+    before = await get_key(ctx, org_id, key_id)
+    check_may_change(ctx.principal, before)
     values: dict[str, Any] = {}
     if body.name is not msgspec.UNSET:
         values["name"] = body.name
     if body.capabilities is not msgspec.UNSET:
-        values["capabilities"] = check_capabilities(list(body.capabilities), principal)
+        values["capabilities"] = check_capabilities(list(body.capabilities), ctx.principal)
     if body.memory is not msgspec.UNSET:
-        await _check_injection_index(db, org_id, body.memory)
+        await _check_injection_index(ctx.db, org_id, body.memory)
         values["memory"] = _memory_config(body.memory)
     if body.policy is not msgspec.UNSET:
-        check_grant(body.policy, principal)
+        check_grant(body.policy, ctx.principal)
         values["policy"] = body.policy
     if body.expires_at is not msgspec.UNSET:
         values["expires_at"] = body.expires_at
@@ -167,63 +171,59 @@ async def patch_key(db: AsyncSession, principal: Principal, org_id: str, key_id:
         values["privacy"] = body.privacy
     if not values:
         return before
-    row = await repo.update_key(db, org_id, key_id, values)
-    await _log(db, row, "changed", principal.actor, secret=secret, retention_days=retention_days,
-               detail={"before": _snapshot(before), "after": _snapshot(row)})
+    row = await repo.update_key(ctx.db, org_id, key_id, values)
+    await _changed(ctx, row, "changed", {"before": _snapshot(before), "after": _snapshot(row)})
     return row
 
 
-async def revoke_key(db: AsyncSession, principal: Principal, org_id: str, key_id: str, *, secret: str,
-                     retention_days: int) -> dict[str, Any]:
-    before = await get_key(db, principal, org_id, key_id)
-    check_may_change(principal, before)
+async def revoke_key(ctx: RequestContext, org_id: str, key_id: str) -> dict[str, Any]:
+    before = await get_key(ctx, org_id, key_id)
+    check_may_change(ctx.principal, before)
     if before["revoked_at"] is not None:
         return before
-    row = await repo.update_key(db, org_id, key_id, {"revoked_at": datetime.now(UTC)})
-    await _log(db, row, "revoked", principal.actor, secret=secret, retention_days=retention_days)
+    row = await repo.update_key(ctx.db, org_id, key_id, {"revoked_at": datetime.now(UTC)})
+    await _changed(ctx, row, "revoked")
     return row
 
 
-async def delete_key(db: AsyncSession, principal: Principal, org_id: str, key_id: str, *, secret: str,
-                     retention_days: int) -> None:
-    row = await get_key(db, principal, org_id, key_id)
-    check_may_change(principal, row)
-    await repo.delete_key(db, org_id, key_id)
-    await _log(db, row, "deleted", principal.actor, secret=secret, retention_days=retention_days)
+async def delete_key(ctx: RequestContext, org_id: str, key_id: str) -> None:
+    row = await get_key(ctx, org_id, key_id)
+    check_may_change(ctx.principal, row)
+    await repo.delete_key(ctx.db, org_id, key_id)
+    await _changed(ctx, row, "deleted")
 
 
-def own_key(principal: Principal) -> dict[str, Any]:
-    if principal.key is None:
+def own_key(ctx: RequestContext) -> dict[str, Any]:
+    if ctx.principal.key is None:
         raise BadRequest("`/key` describes the calling key; administrators use /tenants/{org_id}/keys.",
                          code="key_required")
-    return principal.key
+    return ctx.principal.key
 
 
-async def put_own_policy(db: AsyncSession, principal: Principal, policy: dict[str, Any], *, secret: str,
-                         retention_days: int) -> dict[str, Any]:
-    key = own_key(principal)
-    principal.require_management()
-    check_grant(policy, principal)
-    row = await repo.update_key(db, key["org_id"], key["id"], {"policy": policy})
-    await _log(db, row, "changed", principal.actor, secret=secret, retention_days=retention_days,
-               detail={"before": _snapshot(key), "after": _snapshot(row)})
+async def put_own_policy(ctx: RequestContext, policy: dict[str, Any]) -> dict[str, Any]:
+    key = own_key(ctx)
+    ctx.require_management()
+    check_grant(policy, ctx.principal)
+    row = await repo.update_key(ctx.db, key["org_id"], key["id"], {"policy": policy})
+    await _changed(ctx, row, "changed", {"before": _snapshot(key), "after": _snapshot(row)})
     return row
 
 
-def mint_subject_token(principal: Principal, body: SubjectTokenIn, *, secret: str, max_ttl: int) -> dict[str, Any]:
-    if principal.kind != "key" or principal.key is None:
+def mint_subject_token(ctx: RequestContext, body: SubjectTokenIn) -> dict[str, Any]:
+    key = ctx.principal.key
+    if ctx.principal.kind != "key" or key is None:
         raise Forbidden("Only an API key mints subject tokens.", code="key_required")
+    max_ttl = ctx.settings.subject_token_max_ttl_seconds
     if body.ttl_seconds > max_ttl:
         raise ValidationFailed(f"`ttl_seconds` may be at most {max_ttl}.", param="ttl_seconds")
     if not body.subject.id.isprintable():
         raise ValidationFailed("A subject id is 1 to 256 printable characters.", param="subject.id")
     token, expires_at = credentials.mint_subject_token(
-        secret, org_id=principal.org_id, key_id=principal.key["id"], subject_id=body.subject.id,
+        ctx.settings.secret, org_id=ctx.org_id, key_id=key["id"], subject_id=body.subject.id,
         attributes=body.subject.attributes, ttl_seconds=body.ttl_seconds)
     return {"token": token, "expires_at": expires_at}
 
 
-async def key_audit(db: AsyncSession, principal: Principal, org_id: str, key_id: str | None,
-                    limit: int) -> list[dict[str, Any]]:
-    _check_org(principal, org_id)
-    return await repo.key_audit(db, org_id, key_id, None, limit)
+async def key_audit(ctx: RequestContext, org_id: str, key_id: str | None, limit: int) -> list[dict[str, Any]]:
+    _check_org(ctx, org_id)
+    return await repo.key_audit(ctx.db, org_id, key_id, None, limit)

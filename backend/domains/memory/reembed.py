@@ -17,8 +17,8 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy import and_, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from backend.access.actor import CLI_ACTOR
 from backend.db.models import KnowledgeIndex, table_of
-from backend.domains.audit.service import CLI_ACTOR
 from backend.domains.audit.service import record as audit_record
 from backend.domains.memory.repository import R
 from backend.providers.embeddings import EmbeddingError, provider_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.scope import Scope
 from backend.db.models import table_of
 from backend.db.models_memory import MemoryRecord, MemoryVersion
+from shared.schemas.memory import MemoryQuery
 
 R = table_of(MemoryRecord)
 V = table_of(MemoryVersion)
@@ -159,37 +160,26 @@ def tsquery(q: str) -> Any:
     return func.websearch_to_tsquery(literal("simple").op("::")(text("regconfig")), q)
 
 
-@dataclass
-class Filters:
-    index_id: str | None = None
-    types: list[str] = field(default_factory=list)
-    subject: str | None = None
-    shared: bool = False  # only records of nobody in particular
-    metadata: list[tuple[str, str]] = field(default_factory=list)
-    labels: list[tuple[str, str]] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    min_confidence: float | None = None
-    after: datetime | None = None
-    before: datetime | None = None
-    include_expired: bool = False
-    include_replaced: bool = False
-    q: str | None = None
+def _pairs(values: list[str]) -> list[tuple[str, str]]:
+    """`name:value` filters, already checked by the service (reads.check_filters)."""
+    return [(name, value) for name, _, value in (v.partition(":") for v in values)]
 
 
-def filter_clauses(f: Filters, half_lives: Mapping[str, float]) -> list[ColumnElement[bool]]:
+def filter_clauses(f: MemoryQuery, half_lives: Mapping[str, float]) -> list[ColumnElement[bool]]:
     where: list[ColumnElement[bool]] = []
     if f.index_id is not None:
         where.append(R.c.index_id == f.index_id)
-    if f.types:
-        where.append(R.c.type.in_(f.types))
+    if f.type:
+        where.append(R.c.type.in_(f.type))
     if f.subject is not None:
         where.append(R.c.subject == f.subject)
     if f.shared:
         where.append(R.c.subject.is_(None))
-    where += [_metadata_has(k, v) for k, v in f.metadata]
-    where += [_label_has(R.c.labels, k, v) for k, v in f.labels]
-    if f.tags:
-        where.append(R.c.tags.contains([t.lower() for t in f.tags]))
+    where += [_metadata_has(k, v) for k, v in _pairs(f.metadata)]
+    where += [_label_has(R.c.labels, k, v) for k, v in _pairs(f.label)]
+    tags = [t.strip().lower() for t in f.tag if t.strip()]
+    if tags:
+        where.append(R.c.tags.contains(tags))
     if f.min_confidence is not None:
         where.append(min_confidence_clause(half_lives, f.min_confidence))
     if f.after is not None:
@@ -231,7 +221,7 @@ async def get_many(db: AsyncSession, scope: Scope, half_lives: Mapping[str, floa
     return [by_id[i] for i in ids if i in by_id]
 
 
-async def list_page(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters,
+async def list_page(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: MemoryQuery,
                     after_id: str | None, limit: int) -> list[dict[str, Any]]:
     query = select(*record_columns(scope, half_lives)).where(*readable(scope), *filter_clauses(f, half_lives))
     if after_id:
@@ -240,7 +230,7 @@ async def list_page(db: AsyncSession, scope: Scope, half_lives: Mapping[str, flo
 
 
 async def counts(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float],
-                 f: Filters) -> tuple[list[dict[str, Any]], int]:
+                 f: MemoryQuery) -> tuple[list[dict[str, Any]], int]:
     """Records the scope reaches and the filters keep, counted per index, type and owner kind, and the number
     of distinct people among their owners: the same WHERE as `list_page`, so a count never shows more."""
     where = [*readable(scope), *filter_clauses(f, half_lives)]
@@ -251,7 +241,7 @@ async def counts(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
     return _rows(await db.execute(grouped)), int((await db.execute(people)).scalar_one())
 
 
-async def expiring(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters, window: timedelta,
+async def expiring(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: MemoryQuery, window: timedelta,
                    after: tuple[datetime, str] | None, limit: int) -> list[dict[str, Any]]:
     query = select(*record_columns(scope, half_lives)).where(
         *readable(scope), *filter_clauses(f, half_lives), R.c.expires_at.is_not(None),
@@ -265,7 +255,7 @@ def _priority_rank() -> ColumnElement[Any]:
     return case(*[(R.c.priority == p, r) for p, r in PRIORITY_RANK.items()], else_=9)
 
 
-async def recall(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters,
+async def recall(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: MemoryQuery,
                  limit: int) -> tuple[list[dict[str, Any]], int, int]:
     """Records for the recall text (critical first, then most recent) and the verified/total counts."""
     where = [*readable(scope), *filter_clauses(f, half_lives)]
@@ -301,11 +291,11 @@ def _nearest(where: list[ColumnElement[bool]], query: QueryVector) -> Any:
             .order_by(distance).limit(CANDIDATES))
 
 
-async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: Filters, q: str,
+async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: MemoryQuery, q: str,
                  vectors: Sequence[QueryVector], limit: int) -> list[dict[str, Any]]:
     """Full-text hits blended with the nearest vectors of each embedding setting (MEM-13); every candidate set
     is scoped in SQL."""
-    where = [*readable(scope), *filter_clauses(replace(f, q=None), half_lives)]
+    where = [*readable(scope), *filter_clauses(f, half_lives)]
     query_ts = tsquery(q)
     text_score = func.ts_rank_cd(R.c.search, query_ts, 32)
     text_hits = (select(R.c.id.label("id"), text_score.label("text_score"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -10,10 +11,9 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access import credentials
+from backend.access.actor import BOOTSTRAP_ACTOR
+from backend.access.context import RequestContext
 from backend.access.policy import parse_policy, writer_policy
-from backend.access.principal import Principal
-from backend.domains.audit import service as audit
-from backend.domains.audit.service import Actor
 from backend.domains.keys import service as keys
 from backend.domains.orgs import repository as repo
 from backend.errors import NotFound, Unauthorized, ValidationFailed
@@ -31,7 +31,7 @@ def check_timezone(name: str, param: str = "timezone") -> str:
     return name
 
 
-def org_document(row: dict[str, Any]) -> dict[str, Any]:
+def org_document(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"], "name": row["name"], "timezone": row["timezone"], "capabilities": row["capabilities"],
         "improvements": row["improvements"], "memory": {"decay": row["memory_decay"]},
@@ -55,20 +55,16 @@ async def logout(db: AsyncSession, token: str) -> None:
     await repo.delete_token(db, credentials.hash_secret(token))
 
 
-async def visible_org(db: AsyncSession, principal: Principal, org_id: str) -> dict[str, Any]:
+def visible_org(ctx: RequestContext, org_id: str) -> Mapping[str, Any]:
     """The organisation, if the caller belongs to it; any other is 404, as if it did not exist."""
-    if principal.org_id != org_id:
+    if ctx.principal.chosen_org_id != org_id or not ctx.org:
         raise NotFound("No such organisation.", param="org_id")
-    row = await repo.get(db, org_id)
-    if row is None:
-        raise NotFound("No such organisation.", param="org_id")
-    return row
+    return ctx.org
 
 
-async def patch_org(db: AsyncSession, principal: Principal, org_id: str, body: OrgPatch,
-                    secret: str) -> dict[str, Any]:
-    principal.require_admin()
-    before = await visible_org(db, principal, org_id)
+async def patch_org(ctx: RequestContext, org_id: str, body: OrgPatch) -> dict[str, Any]:
+    ctx.require_admin()
+    before = visible_org(ctx, org_id)
     values: dict[str, Any] = {}
     if body.name is not msgspec.UNSET:
         values["name"] = body.name
@@ -86,11 +82,10 @@ async def patch_org(db: AsyncSession, principal: Principal, org_id: str, body: O
         parse_policy(body.policy, "policy", org_level=True)
         values["policy"] = body.policy
     if values:
-        await repo.update_org(db, org_id, values)
+        await repo.update_org(ctx.db, org_id, values)
         changed = {k: {"before": before[k], "after": v} for k, v in values.items() if k != "name"}
-        await audit.record(db, org_id=org_id, actor=principal.actor, action="org.updated", secret=secret,
-                           object_type="org", object_id=org_id, detail={"changed": changed})
-    row = await repo.get(db, org_id)
+        await ctx.audit("org.updated", object_type="org", object_id=org_id, detail={"changed": changed})
+    row = await repo.get(ctx.db, org_id)
     assert row is not None
     return row
 
@@ -110,14 +105,12 @@ def check_vocabulary(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-async def put_vocabulary(db: AsyncSession, principal: Principal, org_id: str, vocabulary: dict[str, Any],
-                         secret: str) -> dict[str, Any]:
-    principal.require_management()
-    before = await visible_org(db, principal, org_id)
-    await repo.update_org(db, org_id, {"vocabulary": check_vocabulary(vocabulary)})
-    await audit.record(db, org_id=org_id, actor=principal.actor, action="org.vocabulary_changed", secret=secret,
-                       object_type="org", object_id=org_id,
-                       detail={"before": before["vocabulary"], "after": vocabulary})
+async def put_vocabulary(ctx: RequestContext, org_id: str, vocabulary: dict[str, Any]) -> dict[str, Any]:
+    ctx.require_management()
+    before = visible_org(ctx, org_id)
+    await repo.update_org(ctx.db, org_id, {"vocabulary": check_vocabulary(vocabulary)})
+    await ctx.audit("org.vocabulary_changed", object_type="org", object_id=org_id,
+                    detail={"before": before["vocabulary"], "after": vocabulary})
     return vocabulary
 
 
@@ -143,10 +136,9 @@ async def bootstrap(db: AsyncSession, *, org_name: str, admin_email: str, secret
     else:
         admin_id = admin["id"]
         await repo.set_admin_password(db, admin_id, credentials.hash_password(password))
-    system = Actor("system", "bootstrap")
     capabilities: list[Any] = sorted(keys.GRANTABLE)
     body = KeyCreate(name="bootstrap", capabilities=capabilities, policy=writer_policy())
-    key_row, key_secret = await keys.insert_new_key(db, org_id, body, system, secret=secret,
+    key_row, key_secret = await keys.insert_new_key(db, org_id, body, BOOTSTRAP_ACTOR, secret=secret,
                                                     retention_days=key_retention_days)
     session = await login(db, admin_email, password, ttl_seconds)
     return {"org_id": org_id, "admin_email": admin_email, "admin_password": password,

@@ -5,14 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.access.context import RequestContext
 from backend.access.labels import check_labels
-from backend.access.principal import Principal
-from backend.access.scope import scope_for
-from backend.domains.audit import service as audit
 from backend.domains.indexes.service import reachable
-from backend.domains.orgs import repository as orgs_repo
 from backend.domains.stores import repository as repo
 from backend.errors import Forbidden
 from shared.schemas.stores import (
@@ -58,49 +54,43 @@ def document(index_id: str, row: dict[str, Any] | None, max_budget: int) -> dict
     }
 
 
-async def read(db: AsyncSession, principal: Principal, index_id: str, max_budget: int) -> dict[str, Any]:
-    principal.require("memory")
-    scope = await scope_for(db, principal, require_subject_setting=False)
-    await reachable(db, scope, index_id)
-    return document(index_id, await repo.get(db, principal.org_id, index_id), max_budget)
+async def read(ctx: RequestContext, index_id: str) -> dict[str, Any]:
+    ctx.require("memory")
+    await reachable(ctx.db, ctx.management_scope, index_id)
+    max_budget = ctx.settings.injection_max_budget_tokens
+    return document(index_id, await repo.get(ctx.db, ctx.org_id, index_id), max_budget)
 
 
-async def _check_promotion_writer(db: AsyncSession, principal: Principal) -> None:
-    if not principal.is_admin and "management" not in principal.capabilities:
+def _check_promotion_writer(ctx: RequestContext) -> None:
+    if not ctx.is_admin and "management" not in ctx.principal.capabilities:
         raise Forbidden("Changing `promotion` needs the `management` capability beside `memory`, or an administrator.",
                         param="promotion", code="capability_missing")
-    org = await orgs_repo.get(db, principal.org_id)
-    if org is None or "improvements" not in (org["capabilities"] or []):
+    if "improvements" not in (ctx.org.get("capabilities") or []):
         raise Forbidden("This organisation does not hold the `improvements` capability, so promotion cannot be "
                         "switched on for its stores.", param="promotion", code="improvements_missing")
 
 
-async def patch(db: AsyncSession, principal: Principal, index_id: str, body: StoreSettingsPatch, *,
-                max_budget: int, secret: str) -> dict[str, Any]:
-    if principal.kind == "subject_token":
-        raise Forbidden("A subject token cannot change store settings.", code="subject_token_forbidden")
-    principal.require("memory")
-    scope = await scope_for(db, principal, require_subject_setting=False)
-    await reachable(db, scope, index_id)
+async def patch(ctx: RequestContext, index_id: str, body: StoreSettingsPatch) -> dict[str, Any]:
+    ctx.principal.refuse_subject_token("change store settings")
+    ctx.require("memory")
+    await reachable(ctx.db, ctx.management_scope, index_id)
+    max_budget = ctx.settings.injection_max_budget_tokens
     sent = {name: getattr(body, name) for name in SECTION_TYPES if getattr(body, name) is not msgspec.UNSET}
     if "promotion" in sent:
-        await _check_promotion_writer(db, principal)
-        org = await orgs_repo.get(db, principal.org_id)
-        check_labels(sent["promotion"].labels, org["vocabulary"] if org else None, "memory_record",
-                     param="promotion.labels")
+        _check_promotion_writer(ctx)
+        check_labels(sent["promotion"].labels, ctx.org.get("vocabulary"), "memory_record", param="promotion.labels")
     if "injection" in sent and sent["injection"].budget_tokens is not None:
         # The store may only lower budgets: a value above the operator's ceiling is stored as the ceiling.
         sent["injection"].budget_tokens = min(sent["injection"].budget_tokens, max_budget)
-    current = await repo.get_for_update(db, principal.org_id, index_id)
+    current = await repo.get_for_update(ctx.db, ctx.org_id, index_id)
     before = document(index_id, current, max_budget)
     stored = dict(current["sections"]) if current else {}
     for name, section in sent.items():
         stored[name] = msgspec.to_builtins(section)
-    row = await repo.save_sections(db, principal.org_id, index_id, stored)
+    row = await repo.save_sections(ctx.db, ctx.org_id, index_id, stored)
     after = document(index_id, row, max_budget)
     if sent:
-        await audit.record(db, org_id=principal.org_id, actor=principal.actor, action="store.settings_changed",
-                           secret=secret, object_type="store", object_id=index_id,
-                           detail={"sections": sorted(sent),
-                                   "before": {n: before[n] for n in sent}, "after": {n: after[n] for n in sent}})
+        await ctx.audit("store.settings_changed", object_type="store", object_id=index_id,
+                        detail={"sections": sorted(sent),
+                                "before": {n: before[n] for n in sent}, "after": {n: after[n] for n in sent}})
     return after

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from litestar import Controller, delete
-from litestar.datastructures import State
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.access.principal import Principal
+from backend.access.context import RequestContext
 from backend.domains.subjects import service
 from shared.schemas.memory import ErasureOut
 
@@ -16,6 +14,5 @@ class SubjectController(Controller):
     tags = ["subjects"]
 
     @delete("/{subject_id:str}", status_code=200, summary="Erase a person: her records of every type; answers counts")
-    async def erase(self, subject_id: str, db: AsyncSession, principal: Principal, state: State) -> ErasureOut:
-        counts = await service.erase(db, principal, subject_id, state.settings.secret)
-        return ErasureOut(counts=counts)
+    async def erase(self, subject_id: str, ctx: RequestContext) -> ErasureOut:
+        return ErasureOut(counts=await service.erase(ctx, subject_id))

@@ -10,12 +10,12 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.access.principal import Principal
+from backend.access.context import RequestContext
 from backend.access.subjects import check_subject_id
 from backend.domains.audit import service as audit
 from backend.domains.erasure import repository as erasure_repo
 from backend.domains.memory import repository as memory_repo
-from backend.domains.threads.service import erase_subject_threads
+from backend.domains.threads.repository import erase_subject as erase_subject_threads
 from backend.errors import Forbidden
 
 Eraser = Callable[[AsyncSession, str, str], Awaitable[dict[str, int]]]
@@ -27,26 +27,25 @@ def register_eraser(eraser: Eraser) -> None:
         ERASERS.append(eraser)
 
 
-def check_may_erase(principal: Principal) -> None:
+def check_may_erase(ctx: RequestContext) -> None:
     """Administrators, or a key holding `management` that names nobody; never a subject token (PLT-7)."""
-    principal.require_management()
-    if principal.kind == "key" and principal.subject is not None:
+    ctx.require_management()
+    if ctx.principal.kind == "key" and ctx.person is not None:
         raise Forbidden("Erasing a person is an organisation's act: send it without naming a person.",
                         param="X-Core-Subject", code="subject_named")
 
 
-async def erase(db: AsyncSession, principal: Principal, subject_id: str, secret: str) -> dict[str, int]:
-    check_may_erase(principal)
+async def erase(ctx: RequestContext, subject_id: str) -> dict[str, int]:
+    check_may_erase(ctx)
     check_subject_id(subject_id, "subject_id")
-    hashed = audit.subject_hash(secret, principal.org_id, subject_id)
+    hashed = audit.subject_hash(ctx.settings.secret, ctx.org_id, subject_id)
     assert hashed is not None
     # Writes for her hold the shared side of this lock; once we hold it, none is half done, and the
     # tombstone below turns away any work that started before this moment.
-    await erasure_repo.lock_exclusive(db, principal.org_id, hashed)
+    await erasure_repo.lock_exclusive(ctx.db, ctx.org_id, hashed)
     counts: dict[str, int] = {}
     for eraser in ERASERS:
-        counts.update(await eraser(db, principal.org_id, subject_id))
-    await erasure_repo.mark_erased(db, principal.org_id, hashed)
-    await audit.record(db, org_id=principal.org_id, actor=principal.actor, action="subject.erased", secret=secret,
-                       subject_id=subject_id, object_type="subject", object_id=None, detail={"counts": counts})
+        counts.update(await eraser(ctx.db, ctx.org_id, subject_id))
+    await erasure_repo.mark_erased(ctx.db, ctx.org_id, hashed)
+    await ctx.audit("subject.erased", subject_id=subject_id, object_type="subject", detail={"counts": counts})
     return counts

@@ -6,11 +6,9 @@ from typing import Annotated
 
 import msgspec
 from litestar import Controller, get, post
-from litestar.datastructures import State
 from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.access.principal import Principal
+from backend.access.context import RequestContext
 from backend.domains.tools import service
 from shared.schemas.memory import ToolCall, ToolPage, ToolResult
 
@@ -21,15 +19,13 @@ class ToolController(Controller):
 
     @get("", summary="The memory tools of every index this credential reaches, with argument schemas")
     async def list_tools(
-        self, db: AsyncSession, principal: Principal, state: State,
+        self, ctx: RequestContext,
         source: Annotated[str | None, Parameter(description="`memory`")] = None,
         timezone: Annotated[str | None, Parameter(description="IANA zone for today's date in the write tool")] = None,
     ) -> ToolPage:
-        tools = await service.list_tools(db, principal, state.settings.secret, source, timezone)
+        tools = await service.list_tools(ctx, source, timezone)
         return msgspec.convert({"data": tools, "next_cursor": None}, ToolPage)
 
     @post("/{name:str}/call", status_code=200, summary="Run a tool outside a turn, with the same checks")
-    async def call(self, name: str, data: ToolCall, db: AsyncSession, principal: Principal,
-                   state: State) -> ToolResult:
-        output = await service.call(db, principal, state.settings.secret, name, data.arguments, data.timezone)
-        return ToolResult(name=name, output=output)
+    async def call(self, name: str, data: ToolCall, ctx: RequestContext) -> ToolResult:
+        return ToolResult(name=name, output=await service.call(ctx, name, data.arguments, data.timezone))

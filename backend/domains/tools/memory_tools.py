@@ -10,13 +10,13 @@ from typing import Any
 import msgspec
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.domains.memory import service as memory
-from backend.domains.memory.repository import Filters
+from backend.access.context import RequestContext
+from backend.domains.memory import reads, writes
+from backend.domains.memory.rules import confidence_pct, store_types
 from backend.domains.tools import envelope
 from backend.errors import ValidationFailed
-from shared.schemas.memory import MAX_TEXT, MemoryCreate
+from shared.schemas.memory import MAX_TEXT, MemoryCreate, MemoryQuery
 
 PREFIX = "memory"
 SEARCH = "search"
@@ -131,7 +131,7 @@ def _instant(value: Any, param: str) -> datetime | None:
 # ---------------------------------------------------------------- running
 
 def search_line(row: Mapping[str, Any]) -> str:
-    confidence = memory.confidence_pct(float(row["effective_confidence"]))
+    confidence = confidence_pct(float(row["effective_confidence"]))
     line: dict[str, Any] = {"type": row["type"], "confidence": confidence, "text": row["text"], "id": row["id"],
                             "created_at": row["created_at"].isoformat()}
     if row["contested"]:
@@ -139,24 +139,23 @@ def search_line(row: Mapping[str, Any]) -> str:
     return json.dumps(line, ensure_ascii=False)
 
 
-async def run_search(db: AsyncSession, r: memory.Reader, index: Mapping[str, Any], arguments: Mapping[str, Any],
-                     *, route: str) -> str:
+async def run_search(ctx: RequestContext, index: Mapping[str, Any], arguments: Mapping[str, Any], *,
+                     route: str) -> str:
     check_arguments(search_schema(), arguments)
-    f = Filters(index_id=index["id"], types=list(arguments.get("types") or []),
-                after=_instant(arguments.get("after"), "arguments.after"),
-                before=_instant(arguments.get("before"), "arguments.before"))
-    rows = await memory.search(db, r, f, str(arguments["query"]), int(arguments.get("limit", SEARCH_LIMIT)),
-                               route=route)
-    await memory.count_recalls(db, r, [row["id"] for row in rows])
+    f = MemoryQuery(index_id=index["id"], type=list(arguments.get("types") or []), q=str(arguments["query"]),
+                    after=_instant(arguments.get("after"), "arguments.after"),
+                    before=_instant(arguments.get("before"), "arguments.before"))
+    rows = await reads.search(ctx, f, int(arguments.get("limit", SEARCH_LIMIT)), route=route)
+    await reads.count_recalls(ctx, [row["id"] for row in rows])
     content = "\n".join(search_line(row) for row in rows)
-    if "trust_envelope" in r.principal.capabilities:
+    if "trust_envelope" in ctx.principal.capabilities:
         return envelope.wrap(tool_name(index["id"], SEARCH), content)
     return content
 
 
-async def run_write(db: AsyncSession, r: memory.Reader, index: Mapping[str, Any], arguments: Mapping[str, Any],
-                    *, provenance: dict[str, Any] | None = None) -> str:
-    types = memory.store_types(index)
+async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Mapping[str, Any], *,
+                    provenance: dict[str, Any] | None = None) -> str:
+    types = store_types(index)
     kind = arguments.get("type")
     if isinstance(kind, str) and kind not in types:
         raise ValidationFailed(f"This store does not take records of type {kind!r}; allowed types: "
@@ -178,20 +177,20 @@ async def run_write(db: AsyncSession, r: memory.Reader, index: Mapping[str, Any]
         create = msgspec.convert(body, MemoryCreate)
     except msgspec.ValidationError as exc:
         raise ValidationFailed(f"Tool arguments are not valid: {exc}", param="arguments") from None
-    item = await memory.prepare(db, r, create, source="model", provenance=provenance, prefix="arguments.")
+    item = await writes.prepare(ctx, create, source="model", provenance=provenance, prefix="arguments.")
     answer: dict[str, Any]
     replaces = arguments.get("replaces")
     if replaces:
-        new_id = await memory.replace(db, r, str(replaces), item, param="arguments.replaces")
+        new_id = await writes.replace(ctx, str(replaces), item, param="arguments.replaces")
         answer = {"memory_id": new_id, "action": "replaced", "replaces": replaces}
         confidence = item.values["confidence"]
     else:
-        existing = await memory.confirm_same_words(db, r, item)
+        existing = await writes.confirm_same_words(ctx, item)
         if existing is not None:
             answer = {"memory_id": existing["id"], "action": "confirmed"}
             confidence = existing["confidence"]
         else:
-            ids, _ = await memory.write(db, r, [item])
+            ids, _ = await writes.write(ctx, [item])
             answer = {"memory_id": ids[0], "action": "created"}
             confidence = item.values["confidence"]
     answer.update({"type": kind, "confidence": confidence})

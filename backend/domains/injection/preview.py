@@ -1,0 +1,89 @@
+"""The injection previewer (INJ-12): exactly what a turn with a key (or agent) for a person would be given,
+computed by the builder a turn runs, without changing a recall count; an audited read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from backend.access.context import RequestContext
+from backend.access.policy import default_policy
+from backend.access.principal import ALL_CAPABILITIES, Principal
+from backend.access.subjects import Subject, check_subject_id
+from backend.domains.indexes.service import reachable
+from backend.domains.injection.config import choose_block
+from backend.domains.injection.service import Built, build
+from backend.domains.keys import repository as keys_repo
+from backend.domains.memory import decay
+from backend.errors import NotFound
+from backend.providers.tokens import utf8_bytes_over_four
+from shared.schemas.platform import InjectionBlock
+from shared.schemas.stores import PreviewIn
+
+NOTES = {
+    "capability_missing": "Nothing is injected: this key does not hold the `memory` capability.",
+    "no_injection_block": "Nothing is injected: this key injects no block (its memory.injection is not set).",
+    "disabled": "Nothing is injected: this key's injection block is switched off (enabled: false).",
+    "index_not_named": "Nothing is injected: this key's policy does not name the store its block injects from.",
+    "index_missing": "Nothing is injected: the store this key's block names does not exist any more.",
+}
+
+
+async def preview(ctx: RequestContext, index_id: str, body: PreviewIn) -> dict[str, Any]:
+    """Exactly what a turn with that key (or agent) for that person would get, without changing anything.
+
+    The block is the key's own, as a turn chooses it; with `store_override` (or an administrator naming no key,
+    who has no turn to mirror) the key's block, else the default one, is applied to this page's store instead.
+    """
+    ctx.require_management()
+    db, org = ctx.db, ctx.org
+    await reachable(db, ctx.management_scope, index_id)
+    if body.agent_id is not None:
+        raise NotFound("No such agent: agents arrive with turns; preview with a key for now.", param="agent_id",
+                       code="agent_not_found")
+    key = ctx.principal.key
+    if body.key_id is not None:
+        key = await keys_repo.get(db, ctx.org_id, body.key_id)
+        if key is None:
+            raise NotFound("No such key.", param="key_id")
+    no_key = key is None
+    if key is None:  # an administrator naming no key: a key with the default policy and every capability
+        key = {"id": None, "org_id": ctx.org_id, "policy": default_policy(), "memory": {},
+               "capabilities": sorted(ALL_CAPABILITIES)}
+    subject = None
+    if body.subject is not None:
+        subject = Subject(check_subject_id(body.subject.id, "subject.id"), dict(body.subject.attributes))
+    acting = Principal("key", ctx.org_id, ctx.actor, frozenset(key["capabilities"]), subject, key=key)
+    scope = ctx.acting_as(acting).management_scope
+    override = body.store_override or no_key
+    raw = (key.get("memory") or {}).get("injection")
+    if override:
+        block_cfg = msgspec.structs.replace(msgspec.convert(raw, InjectionBlock), index_id=index_id) if raw else \
+            InjectionBlock(index_id=index_id)
+        chosen = choose_block(acting, scope, msgspec.to_builtins(block_cfg))
+    else:
+        chosen = choose_block(acting, scope)  # what a turn with this key does
+        if chosen.block is not None and chosen.block.index_id != index_id:
+            # The turn reads another store: the caller must reach it too, or the preview would show it more.
+            await reachable(db, ctx.management_scope, chosen.block.index_id, param="key_id")
+    built = await build(db, scope, decay.half_lives(org, key), chosen, turn_input=body.input,
+                        max_budget=ctx.settings.injection_max_budget_tokens, at=body.at, explain=True)
+    records = [{"id": c.id, "section": c.section, "type": c.type, "owner": c.owner, "line": line,
+                "tokens": utf8_bytes_over_four(line)} for line, c in (built.block.lines if built.block else [])]
+    await ctx.audit("injection.preview", subject_id=subject.id if subject else None, object_type="store",
+                    object_id=index_id, detail={"key_id": key.get("id"), "injected": len(records),
+                                                "input_given": bool(body.input), "store_override": override})
+    return {"block": built.text, "trace": built.trace(), "records": records, "store_override": override,
+            "note": _note(built, index_id, no_key)}
+
+
+def _note(built: Built, index_id: str, no_key: bool) -> str | None:
+    if no_key:
+        return "No key chosen: this store's default block under the default policy, as a key without settings of " \
+               "its own would get it."
+    if built.reason in NOTES:
+        return NOTES[built.reason]
+    if built.index_id is not None and built.index_id != index_id:
+        return f"This key injects from the store {built.index_id}, not from {index_id}; shown is what its turns get."
+    return None

@@ -1,0 +1,276 @@
+"""Writing memory records (MEM-4 … MEM-8, MEM-18, MEM-21): create, key upserts, batches, PATCH, DELETE, verify,
+confirmations and corrections. SQL lives in the repository; the request owns the transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from backend.access.context import RequestContext
+from backend.access.labels import check_labels
+from backend.domains.erasure import guard as erasure
+from backend.domains.indexes import service as indexes
+from backend.domains.memory import decay
+from backend.domains.memory import repository as repo
+from backend.domains.memory.rules import (
+    DEFAULT_CONFIDENCE,
+    check_change,
+    check_metadata,
+    check_not_erased,
+    check_tags,
+    check_type,
+    check_write,
+    commitment_part,
+    memory_scope,
+    norm_hash,
+    reject_nul,
+)
+from backend.domains.memory.vectors import embed
+from backend.errors import Conflict, NotFound
+from backend.ids import new_id
+from shared.schemas.memory import MemoryCreate, MemoryPatch
+
+OPTIONAL_FIELDS = ("metadata", "labels", "confidence", "tags", "priority", "expires_at", "commitment")
+
+
+@dataclass
+class Draft:
+    """A validated record to write: the row and which optional fields the client gave (for key upserts)."""
+
+    index: dict[str, Any]
+    values: dict[str, Any]
+    given: set[str] = field(default_factory=set)
+    vector: list[float] | None = None
+
+
+def _source(ctx: RequestContext) -> str:
+    return "admin" if ctx.is_admin else "api"
+
+
+async def prepare(ctx: RequestContext, body: MemoryCreate, *, source: str, prefix: str = "",
+                  index_cache: dict[str, dict[str, Any]] | None = None,
+                  provenance: dict[str, Any] | None = None) -> Draft:
+    scope = memory_scope(ctx)
+    cache = index_cache if index_cache is not None else {}
+    reject_nul(msgspec.to_builtins(body), prefix.rstrip("."))
+    type_name = check_type(body.type, f"{prefix}type")
+    metadata = check_metadata(body.metadata, f"{prefix}metadata") if body.metadata is not msgspec.UNSET else {}
+    labels = check_labels(body.labels if body.labels is not msgspec.UNSET else None, ctx.org.get("vocabulary"),
+                          "memory_record", param=f"{prefix}labels")
+    tags = check_tags(body.tags, f"{prefix}tags") if body.tags is not msgspec.UNSET else []
+    commitment = commitment_part(type_name, body.commitment, f"{prefix}commitment")
+    if body.index_id not in cache:
+        cache[body.index_id] = await indexes.reachable(ctx.db, scope, body.index_id, param=f"{prefix}index_id")
+    given = {name for name in OPTIONAL_FIELDS if getattr(body, name) is not msgspec.UNSET}
+    confidence = body.confidence if body.confidence is not msgspec.UNSET else DEFAULT_CONFIDENCE[source]
+    values = {
+        "org_id": ctx.org_id, "index_id": body.index_id, "subject": ctx.person,
+        "type": type_name, "text": body.text, "norm_hash": norm_hash(body.text), "metadata": metadata,
+        "labels": labels, "confidence": float(confidence), "source": source, "verified": source == "admin",
+        "key": body.key if body.key is not msgspec.UNSET else None, "tags": tags,
+        "priority": body.priority if body.priority is not msgspec.UNSET else "normal",
+        "expires_at": body.expires_at if body.expires_at is not msgspec.UNSET else None,
+        "commitment": commitment, "provenance": provenance,
+    }
+    return Draft(cache[body.index_id], values, given)
+
+
+async def write(ctx: RequestContext, items: list[Draft], *, started_at: datetime | None = None,
+                ) -> tuple[list[str], list[bool]]:
+    """Write drafts in this transaction; a `key` updates its record in place (MEM-4).
+
+    Returns the ids in input order and whether each was created (False: an existing keyed record changed).
+    """
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if item.values["key"] is None:  # a keyed write is judged once its record's current labels are known
+            check_write(ctx, item.values["subject"], item.values["labels"],
+                        detail={"index_id": item.values["index_id"], "type": item.values["type"], "position": i})
+        await check_not_erased(ctx, [item.values["subject"], *erasure.people_in_labels(item.values["labels"])],
+                               started_at, seen)
+    by_index: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        by_index.setdefault(item.index["id"], []).append(i)
+    for positions in by_index.values():
+        vectors = await embed(items[positions[0]].index, [items[i].values["text"] for i in positions])
+        for i, vector in zip(positions, vectors, strict=True):
+            items[i].vector = vector
+    ids: list[str] = []
+    created: list[bool] = []
+    fresh: list[dict[str, Any]] = []
+    for item in items:
+        if item.values["key"] is not None:
+            record_id, was_created = await _upsert_keyed(ctx, item)
+        else:
+            record_id, was_created = new_id("mem"), True
+            fresh.append({**item.values, "id": record_id, "embedding": item.vector})
+        ids.append(record_id)
+        created.append(was_created)
+    await repo.insert_records(ctx.db, fresh)
+    await repo.snapshot_versions(ctx.db, ctx.org_id, [row["id"] for row in fresh], action="created",
+                                 actor_type=ctx.actor.type, actor_id=ctx.actor.id)
+    return ids, created
+
+
+async def _upsert_keyed(ctx: RequestContext, item: Draft) -> tuple[str, bool]:
+    v = item.values
+    actor = ctx.actor
+    for _ in range(2):
+        existing = await repo.find_by_key(ctx.db, ctx.org_id, v["index_id"], v["subject"], v["type"], v["key"])
+        if existing is not None:
+            check_change(ctx, existing, "write")
+            # The record as it will be written: the labels sent, else the ones it keeps (PLT-8).
+            labels = v["labels"] if "labels" in item.given else existing["labels"]
+            check_write(ctx, existing["subject"], labels, object_id=existing["id"],
+                        detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
+            changes = {"text": v["text"], "norm_hash": v["norm_hash"], "source": v["source"]}
+            changes.update({name: v[name] for name in item.given})
+            if item.index.get("embedding"):
+                changes["embedding"] = item.vector
+            await repo.update_record(ctx.db, ctx.org_id, existing["id"], changes, touch=True, bump=True)
+            await repo.snapshot_versions(ctx.db, ctx.org_id, [existing["id"]], action="updated",
+                                         actor_type=actor.type, actor_id=actor.id)
+            return existing["id"], False
+        check_write(ctx, v["subject"], v["labels"],
+                    detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
+        record_id = new_id("mem")
+        if await repo.insert_keyed(ctx.db, {**v, "id": record_id, "embedding": item.vector}):
+            await repo.snapshot_versions(ctx.db, ctx.org_id, [record_id], action="created", actor_type=actor.type,
+                                         actor_id=actor.id)
+            return record_id, True
+    raise Conflict("Another request wrote a record with this key at the same moment; try again.", param="key",
+                   code="key_conflict")
+
+
+async def written(ctx: RequestContext, ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The records this request just wrote, as the request's reads would show them."""
+    return await repo.get_many(ctx.db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key), ids)
+
+
+async def create(ctx: RequestContext, body: MemoryCreate) -> tuple[dict[str, Any], bool]:
+    item = await prepare(ctx, body, source=_source(ctx))
+    ids, created = await write(ctx, [item])
+    return (await written(ctx, ids))[0], created[0]
+
+
+async def create_batch(ctx: RequestContext, bodies: Sequence[MemoryCreate]) -> tuple[list[dict[str, Any]], list[bool]]:
+    cache: dict[str, dict[str, Any]] = {}
+    items = [await prepare(ctx, body, source=_source(ctx), prefix=f"records[{i}].", index_cache=cache)
+             for i, body in enumerate(bodies)]
+    ids, created = await write(ctx, items)
+    return await written(ctx, ids), created
+
+
+async def reachable_record(ctx: RequestContext, record_id: str, *, for_update: bool = False,
+                           half_lives: dict[str, float] | None = None) -> dict[str, Any]:
+    lives = half_lives if half_lives is not None else decay.half_lives(ctx.org, ctx.principal.key)
+    row = await repo.get(ctx.db, memory_scope(ctx), lives, record_id, for_update=for_update)
+    if row is None:
+        raise NotFound(f"No memory record {record_id!r} is reachable with this credential.", param="id")
+    return row
+
+
+async def patch(ctx: RequestContext, record_id: str, body: MemoryPatch) -> dict[str, Any]:
+    """MEM-7: every PATCH writes a history version and restarts the decay age."""
+    reject_nul(msgspec.to_builtins(body), "")
+    changes: dict[str, Any] = {}
+    if body.text is not msgspec.UNSET:
+        changes["text"], changes["norm_hash"] = body.text, norm_hash(body.text)
+    if body.metadata is not msgspec.UNSET:
+        changes["metadata"] = check_metadata(body.metadata, "metadata")
+    if body.labels is not msgspec.UNSET:
+        changes["labels"] = check_labels(body.labels, ctx.org.get("vocabulary"), "memory_record")
+    if body.confidence is not msgspec.UNSET:
+        changes["confidence"] = float(body.confidence)
+    if body.tags is not msgspec.UNSET:
+        changes["tags"] = check_tags(body.tags, "tags")
+    if body.priority is not msgspec.UNSET:
+        changes["priority"] = body.priority
+    if body.expires_at is not msgspec.UNSET:
+        changes["expires_at"] = body.expires_at
+    current = await reachable_record(ctx, record_id, for_update=True)
+    if body.commitment is not msgspec.UNSET:
+        changes["commitment"] = commitment_part(current["type"], body.commitment, "commitment")
+    check_change(ctx, current, "write")
+    check_write(ctx, current["subject"], changes.get("labels", current["labels"]), object_id=record_id,
+                detail={"index_id": current["index_id"], "type": current["type"]})
+    if "labels" in changes:
+        await check_not_erased(ctx, erasure.people_in_labels(changes["labels"], current["labels"]))
+    if "text" in changes:
+        index = await indexes.reachable(ctx.db, ctx.scope, current["index_id"])
+        if index.get("embedding"):
+            changes["embedding"] = (await embed(index, [changes["text"]]))[0]
+    await repo.update_record(ctx.db, ctx.org_id, record_id, changes, touch=True, bump=True)
+    await repo.snapshot_versions(ctx.db, ctx.org_id, [record_id], action="updated", actor_type=ctx.actor.type,
+                                 actor_id=ctx.actor.id)
+    return (await written(ctx, [record_id]))[0]
+
+
+async def delete(ctx: RequestContext, record_id: str) -> None:
+    """MEM-8: the record goes; a record it replaced stays replaced."""
+    current = await reachable_record(ctx, record_id, for_update=True)
+    check_change(ctx, current, "delete")
+    check_write(ctx, current["subject"], current["labels"], object_id=record_id,
+                detail={"index_id": current["index_id"], "type": current["type"], "reason": "delete"})
+    await repo.delete_record(ctx.db, ctx.org_id, record_id)
+
+
+async def verify(ctx: RequestContext, record_id: str) -> dict[str, Any]:
+    """MEM-18: administrators only; verification neither restarts the decay age nor changes the text."""
+    memory_scope(ctx)
+    ctx.require_admin()
+    current = await reachable_record(ctx, record_id, for_update=True)
+    if not current["verified"]:
+        await repo.update_record(ctx.db, ctx.org_id, record_id, {"verified": True}, touch=False, bump=True)
+        await repo.snapshot_versions(ctx.db, ctx.org_id, [record_id], action="verified", actor_type=ctx.actor.type,
+                                     actor_id=ctx.actor.id)
+        await ctx.audit("memory.verified", object_type="memory_record", object_id=record_id, detail={})
+    return (await written(ctx, [record_id]))[0]
+
+
+# ---------------------------------------------------------------- confirmations and corrections (MEM-21, EXT-10)
+
+async def confirm_same_words(ctx: RequestContext, item: Draft) -> dict[str, Any] | None:
+    """A fact the owner already has in the same words is confirmed, never written twice (MEM-21, EXT-10).
+
+    Confirming restarts the decay age and adds a history version; the record keeps its id, so deleting it
+    later deletes the one record there is (MEM-8).
+    """
+    v = item.values
+    found = await repo.find_same_words(ctx.db, ctx.org_id, v["index_id"], v["subject"], v["type"], v["norm_hash"])
+    current = await repo.get(ctx.db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key), found) if found \
+        else None
+    if current is None:
+        return None
+    check_write(ctx, current["subject"], current["labels"], object_id=current["id"],
+                detail={"index_id": current["index_id"], "type": current["type"], "reason": "confirm"})
+    await check_not_erased(ctx, [current["subject"]])
+    await repo.confirm(ctx.db, ctx.org_id, current["id"])
+    await repo.snapshot_versions(ctx.db, ctx.org_id, [current["id"]], action="confirmed", actor_type=ctx.actor.type,
+                                 actor_id=ctx.actor.id)
+    return current
+
+
+async def replace(ctx: RequestContext, old_id: str, item: Draft, *, param: str = "replaces") -> str:
+    """A correction: a new record with the old one's owner; the old one becomes `replaced` (MEM-7, EXT-10)."""
+    old = await repo.get(ctx.db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key), old_id, for_update=True)
+    if old is None or old["index_id"] != item.values["index_id"]:
+        raise NotFound(f"No memory record {old_id!r} in this index is reachable with this credential.", param=param)
+    if old["status"] != "active":
+        raise Conflict(f"The record {old_id!r} was already replaced.", param=param, code="already_replaced")
+    check_change(ctx, old, "write")
+    # The correction keeps the corrected record's owner and labels, so it reaches the same readers.
+    item.values["subject"] = old["subject"]
+    item.values["labels"] = old["labels"]
+    ids, _ = await write(ctx, [item])
+    new_record = ids[0]
+    await repo.update_record(ctx.db, ctx.org_id, new_record, {"replaces": old_id}, touch=False, bump=False)
+    await repo.update_record(ctx.db, ctx.org_id, old_id, {"status": "replaced", "replaced_by": new_record},
+                             touch=False, bump=True)
+    await repo.snapshot_versions(ctx.db, ctx.org_id, [old_id], action="replaced", actor_type=ctx.actor.type,
+                                 actor_id=ctx.actor.id, partner_id=new_record)
+    return new_record

@@ -1,0 +1,150 @@
+"""Query parameters every route shares: one query Struct per list route, cursor paging, `name:value` pairs.
+
+A route's filters are one msgspec Struct in shared/schemas (the contract the client sends too); `query_dependency`
+turns it into a Litestar dependency whose parameters are the Struct's fields, so the route, the OpenAPI document,
+the repository and the client read the same fields. Paging is `Page`: one cursor format, one error, one
+`limit + 1` look-ahead for every paged route.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+
+import msgspec
+from litestar.params import Parameter
+
+from backend.errors import BadRequest, ValidationFailed
+
+S = TypeVar("S", bound=msgspec.Struct)
+Row = TypeVar("Row")
+MAX_PAGE = 200
+_AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`")
+
+
+def _description(annotation: Any) -> str | None:
+    """The `msgspec.Meta(description=…)` of a field, through `X | None` and `Annotated`."""
+    if get_origin(annotation) in (Union, type(int | None)):
+        for arg in get_args(annotation):
+            found = _description(arg)
+            if found:
+                return found
+    if get_origin(annotation) is Annotated:
+        for extra in get_args(annotation)[1:]:
+            if isinstance(extra, msgspec.Meta) and extra.description:
+                return str(extra.description)
+    return None
+
+
+def query_dependency(struct: type[S]) -> Callable[..., Any]:
+    """A Litestar dependency taking the Struct's fields as query parameters (by their wire names) and answering
+    the Struct, validated by msgspec: a bad value is 422 naming the parameter."""
+    fields = msgspec.structs.fields(struct)
+    parameters = []
+    annotations: dict[str, Any] = {}
+    for field in fields:
+        # Optional at the route: the Struct's own default applies to what is not sent.
+        optional: Any = field.type | None
+        annotation = Annotated[optional, Parameter(query=field.encode_name, required=False,
+                                                   description=_description(field.type))]
+        parameters.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                            annotation=annotation))
+        annotations[field.name] = annotation
+
+    async def provide(**given: Any) -> S:
+        sent = {f.encode_name: given[f.name] for f in fields if given.get(f.name) is not None}
+        for f in fields:
+            if _is_list(f.type) and f.encode_name in sent and not isinstance(sent[f.encode_name], list):
+                sent[f.encode_name] = [sent[f.encode_name]]
+        try:
+            return msgspec.convert(sent, struct, strict=False)
+        except msgspec.ValidationError as exc:
+            message = str(exc)
+            found = _AT.search(message)
+            param = found.group("path").split("[")[0] if found else None
+            raise ValidationFailed(_AT.sub("", message) + ".", param=param) from None
+
+    provide.__signature__ = inspect.Signature(parameters, return_annotation=struct)  # type: ignore[attr-defined]
+    provide.__annotations__ = {**annotations, "return": struct}
+    provide.__name__ = f"provide_{struct.__name__}"
+    return provide
+
+
+def _is_list(annotation: Any) -> bool:
+    if get_origin(annotation) is Annotated:
+        return _is_list(get_args(annotation)[0])
+    return get_origin(annotation) is list
+
+
+def pairs(values: Sequence[str], param: str) -> list[tuple[str, str]]:
+    """Repeatable `k:v` filters (`metadata=k:v`, `label=k:v`); the value may itself contain colons."""
+    found: list[tuple[str, str]] = []
+    for raw in values:
+        name, sep, value = raw.partition(":")
+        if not sep or not name:
+            raise BadRequest(f"`{param}` takes `name:value`, got {raw!r}.", param=param, code="invalid_filter")
+        found.append((name, value))
+    return found
+
+
+# ---------------------------------------------------------------- cursor paging
+
+def encode_cursor(value: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def _invalid_cursor() -> BadRequest:
+    return BadRequest("This cursor is not one the API handed out.", param="cursor", code="invalid_cursor")
+
+
+class Page:
+    """One page request: the opaque cursor a previous page handed out and the page size asked for."""
+
+    __slots__ = ("_cursor", "_limit", "size")
+
+    def __init__(self, cursor: str | None = None, limit: int | None = None) -> None:
+        self._cursor = cursor
+        self._limit = limit
+        self.size = 0
+
+    def after(self, *kinds: type) -> Any:
+        """The position to continue after (None on the first page); a cursor of another shape is 400."""
+        if not self._cursor:
+            return None
+        try:
+            padded = self._cursor + "=" * (-len(self._cursor) % 4)
+            value = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        except (ValueError, TypeError):
+            raise _invalid_cursor() from None
+        if kinds and not isinstance(value, kinds):
+            raise _invalid_cursor()
+        return value
+
+    def limit(self, default: int = 50) -> int:
+        """The page size asked for, in [1, 200] (larger is capped, not obeyed)."""
+        if self._limit is not None and self._limit < 1:
+            raise BadRequest("`limit` must be at least 1.", param="limit", code="invalid_limit")
+        self.size = default if self._limit is None else min(self._limit, MAX_PAGE)
+        return self.size
+
+    def fetch(self, default: int = 50) -> int:
+        """Rows to ask the database for: the page size plus one, to know whether another page follows."""
+        return self.limit(default) + 1
+
+    def cut(self, rows: Sequence[Row], position: Callable[[Row], Any]) -> tuple[list[Row], str | None]:
+        """The page's rows and the cursor of the next page (None when `fetch`'s look-ahead row did not come)."""
+        kept = list(rows[:self.size])
+        more = len(rows) > self.size and kept
+        return kept, encode_cursor(position(kept[-1])) if more else None
+
+    def invalid(self) -> BadRequest:
+        """For a cursor that decoded but names nothing this route knows."""
+        return _invalid_cursor()
+
+
+async def provide_page(cursor: str | None = None, limit: int | None = None) -> Page:
+    return Page(cursor, limit)
