@@ -2,8 +2,8 @@
 
 A request may do an action on an object when at least one permit rule of the key's or the organisation's
 policy matches and no deny rule matches. `decide` answers that for one object in Python (used for writes,
-where the object is the record as it will be written); `visible_clause` renders the same logic as a SQL
-boolean over an object's owner and labels columns (used for every read, ARCHITECTURE rule 2). The
+where the object is the record as it will be written); `policy_sql.visible_clause` renders the same logic as
+a SQL boolean over an object's owner and labels columns (used for every read, ARCHITECTURE rule 2). The
 table-driven tests check that both agree.
 """
 
@@ -13,9 +13,6 @@ import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from sqlalchemy import ColumnElement, Text, and_, bindparam, false, func, literal, not_, or_, true
-from sqlalchemy.dialects.postgresql import ARRAY, array
 
 from backend.errors import ValidationFailed
 
@@ -208,58 +205,6 @@ def parse_policy(raw: Any, path: str = "policy", *, org_level: bool = False) -> 
     return Policy(indexes, rules, subjects_required, copy.deepcopy(writable))
 
 
-# ---------------------------------------------------------------- granting (PLT-4)
-
-def _covers(broad: Rule, narrow: Rule) -> bool:
-    """True when `broad` matches every object and request that `narrow` matches (a sufficient test): the same
-    kind and effect, its actions among broad's, broad's label conditions among narrow's, broad's atoms too."""
-    if broad.kind != narrow.kind or broad.effect != narrow.effect:
-        return False
-    if broad.actions is not None and (narrow.actions is None or not narrow.actions <= broad.actions):
-        return False
-    narrow_labels = dict(narrow.match_labels)
-    for name, values in broad.match_labels:
-        if name not in narrow_labels or not set(narrow_labels[name]) <= set(values):
-            return False
-    return set(broad.when) <= set(narrow.when)
-
-
-def widening(new: Policy, own: Policy, path: str = "policy") -> tuple[str, str] | None:
-    """Where `new` would let a key do more than `own` lets, as (param, reason); None when it does not.
-
-    A key that holds `management` gives other keys (and itself) only what it has: indexes among its own, permit
-    rules each covered by one of its own, every deny rule and setting that limits it."""
-    if own.indexes is not None:
-        if new.indexes is None:
-            return f"{path}.indexes", "This key reaches only the indexes its policy names; name some of those " \
-                                      "instead of \"*\"."
-        extra = sorted(new.indexes - own.indexes)
-        if extra:
-            return f"{path}.indexes", f"This key does not reach the index {extra[0]}, so it cannot grant it."
-    own_permits = [r for r in own.rules if r.effect == "permit"]
-    for i, rule in enumerate(new.rules):
-        if rule.effect == "permit" and not any(_covers(mine, rule) for mine in own_permits):
-            return f"{path}.rules[{i}]", f"The rule {rule.id!r} permits more than this key's own rules do."
-    new_denies = [r for r in new.rules if r.effect == "deny"]
-    for mine in own.rules:
-        if mine.effect == "deny" and not any(_covers(rule, mine) for rule in new_denies):
-            return f"{path}.rules", f"This key's own deny rule {mine.id!r} must stay: without it the policy " \
-                                    "would permit more than this key may."
-    if own.subjects_required and not new.subjects_required:
-        return f"{path}.settings.subjects_required", "This key must name a person on every request, and so " \
-                                                    "must every key it makes."
-    for label, mine_spec in own.writable_labels.items():
-        spec = new.writable_labels.get(label)
-        where = f"{path}.settings.writable_labels.{label}"
-        if spec is None:
-            return where, f"This key limits what a person writes under `{label}`; keep that limit."
-        if not set(spec.get("values", [])) <= set(mine_spec.get("values", [])) \
-                or (spec.get("self") and not mine_spec.get("self")) \
-                or (spec.get("attribute") not in (None, mine_spec.get("attribute"))):
-            return where, f"This lets a person write more under `{label}` than this key does."
-    return None
-
-
 # ---------------------------------------------------------------- decisions
 
 @dataclass(frozen=True)
@@ -325,115 +270,5 @@ def permits_every_row(rules: Sequence[Rule], kind: str, action: str, who: Reques
                and all(a.atom == "no_subject" and who.subject_id is None for a in r.when) for r in relevant)
 
 
-# ---------------------------------------------------------------- the same decision, in SQL
-
-# Every test below is two-valued (TRUE or FALSE, never NULL), as `decide` is. Under a deny rule's NOT, a NULL
-# would read as "hidden": `owner = 'bob'` is NULL on a shared row, so a rule denying Bob's rows hid every shared
-# one. `x IS NOT NULL AND x = v` is FALSE there and still lets the planner use an index on `x = v`.
-
-def _equals(column: Any, value: Any) -> ColumnElement[bool]:
-    return and_(column.is_not(None), column == value)
-
-
-def _has_label_value(labels_col: Any, name: str, value: Any) -> ColumnElement[bool]:
-    # A label holds a string or a list of strings; jsonb containment covers both and can use a GIN index.
-    value = value if isinstance(value, ColumnElement) else literal(value)
-    as_string = labels_col.op("@>")(func.jsonb_build_object(literal(name), value))
-    as_list = labels_col.op("@>")(func.jsonb_build_object(literal(name), func.jsonb_build_array(value)))
-    return and_(labels_col.is_not(None), or_(as_string, as_list))
-
-
-def _label_absent(labels_col: Any, name: str) -> ColumnElement[bool]:
-    return not_(func.coalesce(labels_col.op("?")(literal(name)), false()))
-
-
-def _match_sql(rule: Rule, owner_col: Any, labels_col: Any) -> ColumnElement[bool]:
-    parts: list[ColumnElement[bool]] = []
-    for name, wanted in rule.match_labels:
-        options: list[ColumnElement[bool]] = []
-        for value in wanted:
-            if name == SUBJECT_LABEL:
-                options.append(owner_col.is_(None) if value == "" else _equals(owner_col, literal(value)))
-            else:
-                options.append(_label_absent(labels_col, name) if value == "" else
-                               _has_label_value(labels_col, name, value))
-        parts.append(or_(*options))
-    return and_(true(), *parts)
-
-
-SUBJECT_PARAM = "who_subject"
-
-
-def attribute_names(rules: Sequence[Rule]) -> list[str]:
-    """The subject attributes the rules' `label_among` atoms read, in the order their parameters are numbered."""
-    return sorted({a.attribute or "" for r in rules for a in r.when if a.atom == "label_among"})
-
-
-def who_params(rules: Sequence[Rule], who: Requester) -> dict[str, Any]:
-    """The values a clause built with `bound=True` takes: the person's id and her attribute values."""
-    params: dict[str, Any] = {SUBJECT_PARAM: who.subject_id}
-    for i, name in enumerate(attribute_names(rules)):
-        params[f"who_attr_{i}"] = [v for v in who.attributes.get(name, ()) if isinstance(v, str)]
-    return params
-
-
-class _Who:
-    """The requester inside a clause: her values written in, or (bound) parameters that `who_params` fills, so
-    one statement serves every person of the same policy."""
-
-    def __init__(self, rules: Sequence[Rule], who: Requester, bound: bool) -> None:
-        self.who = who
-        self.bound = bound
-        self.attributes = {name: i for i, name in enumerate(attribute_names(rules))} if bound else {}
-
-    def subject(self) -> Any:
-        return bindparam(SUBJECT_PARAM, type_=Text) if self.bound else literal(self.who.subject_id)
-
-    def attribute(self, name: str) -> Any | None:
-        if self.bound:
-            return bindparam(f"who_attr_{self.attributes[name]}", type_=ARRAY(Text))
-        values = [v for v in self.who.attributes.get(name, ()) if isinstance(v, str)]
-        return array(values) if values else None
-
-
-def _atom_sql(atom: Atom, who: _Who, owner_col: Any, labels_col: Any) -> ColumnElement[bool]:
-    if atom.atom == "no_subject":
-        return true() if who.who.subject_id is None else false()
-    if who.who.subject_id is None:
-        return false()
-    if atom.atom == "subject_is_owner":
-        return _equals(owner_col, who.subject())
-    if atom.atom == "label_is_subject":
-        return _has_label_value(labels_col, atom.label or "", who.subject())
-    if atom.atom == "label_among":
-        values = who.attribute(atom.attribute or "")
-        if values is None:
-            return false()
-        return func.coalesce(labels_col[atom.label or ""].op("?|")(values), false())
-    raise AssertionError(atom.atom)
-
-
-def _rule_sql(rule: Rule, who: _Who, owner_col: Any, labels_col: Any) -> ColumnElement[bool]:
-    return and_(_match_sql(rule, owner_col, labels_col), *[_atom_sql(a, who, owner_col, labels_col) for a in rule.when])
-
-
-def visible_clause(rules: Sequence[Rule], kind: str, action: str, who: Requester, owner_col: Any,
-                   labels_col: Any, *, bound: bool = False) -> ColumnElement[bool]:
-    """SQL boolean: some permit rule matches the row and no deny rule does.
-
-    With `bound`, the person's id and attribute values are parameters (`who_params`), so the statement depends
-    only on the rules and on whether the request names a person."""
-    relevant = [r for r in rules if r.covers(kind, action)]
-    requester = _Who(rules, who, bound)
-    permits = [_rule_sql(r, requester, owner_col, labels_col) for r in relevant if r.effect == "permit"]
-    denies = [_rule_sql(r, requester, owner_col, labels_col) for r in relevant if r.effect == "deny"]
-    if not permits:
-        return false()
-    clause = or_(*permits)
-    if denies:
-        clause = and_(clause, not_(or_(*denies)))
-    return clause
-
-
-__all__ = ("SUBJECT_PARAM", "Atom", "Policy", "Requester", "Rule", "attribute_names", "decide", "default_policy",
-           "parse_policy", "permits_every_row", "visible_clause", "who_params", "widening", "writer_policy")
+__all__ = ("SUBJECT_LABEL", "Atom", "Policy", "Requester", "Rule", "decide", "default_policy", "parse_policy",
+           "permits_every_row", "rule_matches", "writer_policy")

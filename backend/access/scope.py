@@ -10,16 +10,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, false, true
 
-from backend.access.policy import (
-    Policy,
-    Requester,
-    Rule,
-    decide,
-    parse_policy,
-    permits_every_row,
-    visible_clause,
-    who_params,
-)
+from backend.access.policy import Policy, Requester, Rule, decide, parse_policy, permits_every_row
+from backend.access.policy_sql import visible_clause, who_params
 from backend.access.principal import Principal
 from backend.errors import BadRequest
 

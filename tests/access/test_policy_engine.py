@@ -8,15 +8,8 @@ import pytest
 from sqlalchemy import column, create_engine, select, table, text
 from sqlalchemy.dialects.postgresql import JSONB
 
-from backend.access.policy import (
-    Requester,
-    decide,
-    default_policy,
-    parse_policy,
-    permits_every_row,
-    visible_clause,
-    who_params,
-)
+from backend.access.policy import Requester, decide, default_policy, parse_policy, permits_every_row
+from backend.access.policy_sql import visible_clause, who_params
 from backend.db.engine import normalise_url
 from backend.errors import ValidationFailed
 

@@ -120,7 +120,7 @@ def test_mem_9_min_confidence_plan_uses_the_type_and_age_index(mem: Mem, db: Any
     from sqlalchemy import select
     from sqlalchemy.dialects import postgresql
 
-    from backend.domains.memory.repository import R, min_confidence_clause
+    from backend.domains.memory.expressions import R, min_confidence_clause
 
     db.execute(
         "INSERT INTO memory_records (org_id, id, index_id, subject, type, text, norm_hash, confidence, source, "

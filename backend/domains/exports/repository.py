@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
 from backend.db.models import KnowledgeIndex, Org, table_of
-from backend.domains.memory.repository import R, filter_clauses, readable, record_columns
+from backend.domains.memory.expressions import R, filter_clauses, readable, record_columns
 from backend.domains.threads.repository import I, T
 from shared.schemas.memory import MemoryQuery
 

@@ -34,7 +34,7 @@ from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
-from backend.domains.memory.repository import (
+from backend.domains.memory.expressions import (
     R,
     effective_expr,
     evaluated_at,

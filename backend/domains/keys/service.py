@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access import credentials
 from backend.access.actor import Actor
 from backend.access.context import RequestContext
-from backend.access.policy import default_policy, parse_policy, widening
+from backend.access.granting import widening
+from backend.access.policy import default_policy, parse_policy
 from backend.access.principal import ALL_CAPABILITIES, Principal
 from backend.domains.audit import service as audit
 from backend.domains.indexes import repository as indexes_repo

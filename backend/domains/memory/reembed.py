@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from backend.access.actor import CLI_ACTOR
 from backend.db.models import KnowledgeIndex, table_of
 from backend.domains.audit.service import record as audit_record
-from backend.domains.memory.repository import R
+from backend.domains.memory.expressions import R
 from backend.providers.embeddings import EmbeddingError, provider_for
 
 IDX = table_of(KnowledgeIndex)
