@@ -14,10 +14,12 @@ requests/s over loopback at 1 and at 8 connections, all scenarios interleaved in
     (f)        POST /memory, a fact for the person (201)
     (g)        bare handler: key check, the same INSERT into memory_records and memory_versions, commit (201)
 
-Before measuring, each baseline's answer is compared with the product's (same JSON; for the write, the same
-stored rows), and every wrk run counts each answer whose status is not the expected one: one such answer, a
-socket error or a "Non-2xx or 3xx responses" line makes the run invalid (exit code 2). Goals are reported
-PASS/FAIL; a failed goal still exits 0 (this is a report, not a test).
+The writes, (f) and (g), go to a second organisation made the same way, so the reads see the same records in
+every round; what they wrote is deleted before and after the run. Before measuring, each baseline's answer is
+compared with the product's (same JSON; for the write, the same stored rows), and every wrk run counts each
+answer whose status is not the expected one: one such answer, a socket error or a "Non-2xx or 3xx responses"
+line makes the run invalid (exit code 2). Goals are reported PASS/FAIL; a failed goal still exits 0 (this is a
+report, not a test).
 
     make bench-http                  # builds the data set once (kept in .coremem/bench-http-pg)
     python -m bench.http --quick     # one round of 2 s per scenario, for development
@@ -231,7 +233,7 @@ def _api(client: Any, method: str, path: str, expected: int, subject: str | None
 
 def _copy_others(conn: Any, rng: random.Random, org_id: str, index_id: str, count: int) -> None:
     """Other people's records, with the columns and values POST /memory writes (ids minted now, in order)."""
-    from backend.domains.memory.service import norm_hash
+    from backend.domains.memory.rules import norm_hash
     from backend.ids import new_id
 
     buf = io.StringIO()
@@ -344,9 +346,9 @@ def build(url: str, logs: Path, rebuild: bool) -> dict[str, Any]:
 
 
 def clear_writes(url: str, meta: dict[str, Any]) -> int:
-    """Remove what (f) and (g) wrote. They write into an organisation of their own, so that the read scenarios
-    see the same data in every round: GET /memory's statement reads every record the person and the shared
-    owner have in the organisation (see bench/results/http.md), so thousands of written facts slow it down."""
+    """Remove what (f) and (g) wrote. They write into an organisation of their own so that the reads see the same
+    data in every round: thousands of her facts elsewhere in the organisation change what GET /memory's statement
+    costs (its partner checks read every record she and the shared owner have there, when this was written)."""
     import psycopg
 
     with psycopg.connect(plain(url), autocommit=True) as conn:
@@ -466,8 +468,10 @@ def run_wrk(s: Scenario, base: str, key: str, connections: int, seconds: int, sc
         problems.append(f"{v['bad']} answers were not {s.expected} (the first: {v['first_bad']})")
     if non2xx:
         problems.append(f"wrk: Non-2xx or 3xx responses: {non2xx.group(1)}")
-    if socket_errors or any(v[k] for k in ("connect", "read", "write", "timeout", "status")):
-        problems.append(socket_errors.group(0) if socket_errors else "socket errors")
+    if v["status"] and not non2xx:
+        problems.append(f"wrk counted {v['status']} answers with a status of 400 or more")
+    if socket_errors or any(v[k] for k in ("connect", "read", "write", "timeout")):
+        problems.append(socket_errors.group(0).strip() if socket_errors else "socket errors")
     if v["requests"] == 0:
         problems.append("no request completed")
     if problems:
@@ -598,6 +602,18 @@ def measure(product: Server, baseline: Server, meta: dict[str, Any], rounds: int
     return results
 
 
+def _revision() -> str:
+    """The commit the product was measured at, and whether its code had uncommitted changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "backend", "shared", "pyproject.toml"],
+                               cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "an unknown revision"
+    return f"commit {head}" + (" with uncommitted changes to backend/ or shared/" if dirty else "")
+
+
 def _load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -619,10 +635,12 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
         f"page: {info['memory_hers']} of hers and {info['memory_shared']} shared of {PAGE}; `{meta['word']}` is in "
         f"{meta['word_hits_for_anna']} messages she reaches ({info['search_hits']} on the first page). Built through "
         "`orgs.service.bootstrap` and the API (indexes, her records, the shared ones, threads); the other people's "
-        "records by COPY with the columns POST /memory writes, and their versions.",
+        "records by COPY with the columns POST /memory writes, and their versions. The writes, (f) and (g), go to a "
+        "second organisation made the same way (one index), so the reads see the same records in every round; "
+        "what they wrote is deleted before and after the run.",
         f"Machine: {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()}, "
-        f"{info['database']}, {info['wrk']}. Run {info['at']}; load average {info['load_before']} before, "
-        f"{info['load_after']} after.",
+        f"{info['database']}, {info['wrk']}. Product at {info['revision']}. Run {info['at']}; load average "
+        f"{info['load_before']} before, {info['load_after']} after.",
         f"Method: `python -m bench.http{' --quick' if info['quick'] else ''}`. The product is `coremem serve` and the "
         "baseline `uvicorn bench.http_baseline:app`, each one process, one worker, log level info, on the same "
         "database with the product's engine and pool (`make_engine` + `make_sessionmaker`, one transaction per "
@@ -673,6 +691,10 @@ def goal_lines(results: Results) -> list[str]:
     return out
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one round of 2 s per scenario (development)")
@@ -695,7 +717,7 @@ def main() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     os.chdir(REPO)
     # A TERM (make interrupted, a CI timeout) unwinds like Ctrl-C, so the servers below are always stopped.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _interrupt)
     pgdata = Path(args.pgdata)
     logs = pgdata.parent / "bench-http"
     logs.mkdir(parents=True, exist_ok=True)
@@ -721,13 +743,13 @@ def main() -> None:
         found = check_equivalence(product, baseline, meta, url, key_body, key_type)
         print(f"baselines answer like the product (GET /memory: {found['memory_hers']} hers, "
               f"{found['memory_shared']} shared; search: {found['search_hits']} hits)", flush=True)
-        load_before = _load()
+        load_before, revision = _load(), _revision()
         results = measure(product, baseline, meta, rounds, seconds, warmup)
         wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.split("[")[0].strip()
         info = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "load_before": load_before,
                 "load_after": _load(), "rounds": rounds, "seconds": seconds, "warmup": warmup, "quick": args.quick,
-                "wrk": wrk_version or "wrk", "database": "embedded PostgreSQL (pgserver)" if pg else
-                "PostgreSQL at CORE_DATABASE_URL", **found}
+                "wrk": wrk_version or "wrk", "revision": revision,
+                "database": "embedded PostgreSQL (pgserver)" if pg else "PostgreSQL at CORE_DATABASE_URL", **found}
         for server in servers:
             if server.process.poll() is not None:
                 raise InvalidRun(f"the {server.name} exited during the run:\n{server.tail()}")
