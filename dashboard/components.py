@@ -1,9 +1,9 @@
-"""Rendering helpers the pages share: errors, empty states, the chain badge, event tables and charts."""
+"""Rendering helpers the pages share: errors, empty states, cursor pagers, the chain badge, event tables and charts."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import altair as alt
 import polars as pl
@@ -29,6 +29,37 @@ def empty_state(message: str) -> None:
 def page_header(title: str, purpose: str) -> None:
     st.title(title)
     st.caption(purpose)
+
+
+def cursor_stack(key: str, signature: object) -> list[str | None]:
+    """The cursors of the pages shown so far, kept in `key`; a new signature (filter, thread, order) starts again
+    at the first page."""
+    if st.session_state.get(f"{key}_signature") != signature:
+        st.session_state[f"{key}_signature"] = signature
+        st.session_state[key] = [None]
+    return cast(list[str | None], st.session_state[key])
+
+
+def pager(prefix: str, cursors: list[str | None], next_cursor: str | None, caption: str, *,
+          labels: tuple[str, str] = ("Previous", "Next")) -> None:
+    """Back and forward buttons (keys `<prefix>_<label>`) on a cursor stack, beside a caption about the page."""
+    back, forward = labels
+    nav = st.columns([1, 1, 5], vertical_alignment="center")
+    if nav[0].button(back, key=f"{prefix}_{back.lower()}", icon=":material/arrow_back:", disabled=len(cursors) == 1):
+        cursors.pop()
+        st.rerun()
+    if nav[1].button(forward, key=f"{prefix}_{forward.lower()}", icon=":material/arrow_forward:",
+                     disabled=next_cursor is None):
+        cursors.append(next_cursor)
+        st.rerun()
+    nav[2].caption(caption)
+
+
+def load_more(key: str, next_cursor: str | None, what: str) -> None:
+    """*Load more …* (key `<key>_more`): one more page on the cursor stack kept in `key`."""
+    if st.button(f"Load more {what}", key=f"{key}_more", icon=":material/expand_more:", disabled=next_cursor is None):
+        st.session_state[key].append(next_cursor)
+        st.rerun()
 
 
 def chain_badge(status: ChainStatus) -> None:

@@ -56,7 +56,7 @@ def org_picker() -> None:
         st.caption("No organisations yet — create one with `coremem bootstrap`.")
         return
     ids = orgs["id"].to_list()
-    names = dict(zip(ids, orgs["name"].to_list(), strict=True))
+    names = data.names(orgs)
     current = data.org_id()
     st.session_state["org_choice"] = current if current in ids else None
     st.selectbox("Organisation", ids, key="org_choice", format_func=lambda i: f"{names[i]} · {i}",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import components, data
+from dashboard import components, data, forms
+from dashboard.data import audit
 
 components.page_header(
     "Audit log",
@@ -28,7 +29,7 @@ with st.form("audit_filters", border=True):
     actor_type = when[2].selectbox("Actor type", ["any", "admin", "key", "subject", "system"], key="audit_actor_type")
     actor_id = when[3].text_input("Actor id", key="audit_actor_id", placeholder="adm_…, key_… or bootstrap")
     what = st.columns([2, 1, 1])
-    actions = what[0].multiselect("Actions", data.KNOWN_ACTIONS, key="audit_actions", accept_new_options=True,
+    actions = what[0].multiselect("Actions", audit.KNOWN_ACTIONS, key="audit_actions", accept_new_options=True,
                                   placeholder="any action (type another name to add it)")
     object_type = what[1].text_input("Object type", key="audit_object_type", placeholder="key, index, org, audit…")
     object_id = what[2].text_input("Object id", key="audit_object_id")
@@ -43,28 +44,17 @@ with st.form("audit_filters", border=True):
 if start and end and start > end:
     st.warning("*From* is after *To*; no day lies between them.", icon=":material/event_busy:")
 
-filters = data.audit_filter(
+filters = forms.audit_filter(
     start=start, end=end, tz=tz, actor_type=None if actor_type == "any" else actor_type, actor_id=actor_id,
     actions=list(actions), object_type=object_type, object_id=object_id, person=person,
     outcome=None if outcome == "any" else outcome)
 
-# A new filter starts again at the newest page; the stack holds the cursor of every page shown so far.
-signature = (filters, page_size)
-if st.session_state.get("audit_signature") != signature:
-    st.session_state["audit_signature"] = signature
-    st.session_state["audit_cursors"] = [None]
-cursors: list[str | None] = st.session_state["audit_cursors"]
-events, next_cursor = data.audit_page(client, filters, cursors[-1], int(page_size), tz)
-
-nav = st.columns([1, 1, 5], vertical_alignment="center")
-if nav[0].button("Newer", key="audit_newer", icon=":material/arrow_back:", disabled=len(cursors) == 1):
-    cursors.pop()
-    st.rerun()
-if nav[1].button("Older", key="audit_older", icon=":material/arrow_forward:", disabled=next_cursor is None):
-    cursors.append(next_cursor)
-    st.rerun()
-nav[2].caption(f"Page {len(cursors)} · {events.height} events, newest first · times in {tz} · "
-               "reading the trail is itself recorded as `audit.read`")
+# A new filter starts again at the newest page.
+cursors = components.cursor_stack("audit_cursors", (filters, page_size))
+events, next_cursor = audit.audit_page(client, filters, cursors[-1], int(page_size), tz)
+components.pager("audit", cursors, next_cursor, labels=("Newer", "Older"),
+                 caption=f"Page {len(cursors)} · {events.height} events, newest first · times in {tz} · "
+                         "reading the trail is itself recorded as `audit.read`")
 
 if events.is_empty():
     components.empty_state("No events match these filters — widen the period or clear a filter.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import components, data
+from dashboard.data import overview
 
 RECENT_DAYS = 30
 RECENT_MAX = 600
@@ -18,11 +19,11 @@ assert org is not None  # streamlit_app shows pages only once an organisation is
 tz = data.org_timezone(client, org)
 
 indexes = data.indexes(client)
-key_counts = data.keys_by_status(data.keys(client, org))
+key_counts = overview.keys_by_status(data.keys(client, org))
 chain = data.chain_status(client)
 # The trail is read before the record counts, so the counts' own `memory.read` events show on the next visit.
-days = data.last_days(RECENT_DAYS, tz)
-events = data.recent_events(client, days[0], RECENT_MAX, tz)
+days = overview.last_days(RECENT_DAYS, tz)
+events = overview.recent_events(client, days[0], RECENT_MAX, tz)
 
 cols = st.columns(5)
 cols[0].metric("Indexes", indexes.height)
@@ -41,8 +42,8 @@ else:
 
 st.subheader("Memory records")
 if not indexes.is_empty():
-    names = dict(zip(indexes["id"].to_list(), indexes["name"].to_list(), strict=True))
-    counts, people = data.store_counts(client)
+    names = data.names(indexes)
+    counts, people = overview.store_counts(client)
     personal = int(counts.filter(counts["owner"] == "personal")["records"].sum())
     shared = int(counts.filter(counts["owner"] == data.SHARED)["records"].sum())
     record_cols = st.columns(4)
@@ -55,10 +56,10 @@ if not indexes.is_empty():
     if counts.is_empty():
         components.empty_state("No memory records yet — write one with `POST /memory`.")
     else:
-        components.record_counts_table(data.counts_by_store(counts, names), key="overview_records")
+        components.record_counts_table(overview.counts_by_store(counts, names), key="overview_records")
 
 st.subheader("Threads")
-threads = data.thread_counts(client)
+threads = overview.thread_counts(client)
 if threads.threads == 0:
     components.empty_state("No threads yet — open one with `POST /threads`.")
 else:
@@ -81,4 +82,4 @@ else:
     components.events_table(events.head(LATEST_SHOWN), key="overview_events")
     st.markdown(f"**Events per day by action** — the last {RECENT_DAYS} days"
                 + (f" (newest {RECENT_MAX} events)" if events.height >= RECENT_MAX else ""))
-    components.events_per_day_chart(data.events_per_day(events), days)
+    components.events_per_day_chart(overview.events_per_day(events), days)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import altair as alt
 import streamlit as st
 
-from dashboard import components, data
+from dashboard import components, data, forms
+from dashboard.data import previewer
 from shared.client import ApiError
 
 components.page_header(
@@ -20,15 +21,14 @@ stores = data.indexes(client)
 if stores.is_empty():
     components.empty_state("This organisation has no stores yet: create an index first.")
     st.stop()
-keys = data.active_keys(client, org)
+keys = previewer.active_keys(client, org)
 
 with st.form("preview_form", border=True):
     top = st.columns(2)
-    store_names = dict(zip(stores["id"].to_list(), stores["name"].to_list(), strict=True))
+    store_names = data.names(stores)
     index_id = top[0].selectbox("Store", list(store_names), format_func=lambda i: f"{store_names[i]} ({i})",
                                 key="preview_store")
-    key_names = {"": "none: this store's default block"} | dict(
-        zip(keys["id"].to_list(), keys["name"].to_list(), strict=True))
+    key_names = {"": "none: this store's default block"} | data.names(keys)
     key_id = top[1].selectbox("Key", list(key_names), format_func=lambda k: key_names[k] if not k else
                               f"{key_names[k]} ({k})", key="preview_key",
                               help="The key whose policy and injection block a turn would use.")
@@ -50,9 +50,9 @@ if not submitted and "preview_result" not in st.session_state:
 
 if submitted:
     try:
-        body = data.preview_body(person=person, attributes_json=attributes, nobody=nobody, key_id=key_id,
-                                 turn_input=turn_input, store_override=override)
-        st.session_state["preview_result"] = data.run_preview(client, index_id, body)
+        body = forms.preview_body(person=person, attributes_json=attributes, nobody=nobody, key_id=key_id,
+                                  turn_input=turn_input, store_override=override)
+        st.session_state["preview_result"] = previewer.run_preview(client, index_id, body)
     except ValueError as exc:
         st.error(str(exc), icon=":material/error:")
         st.stop()
@@ -76,7 +76,7 @@ with gauge:
         str(trace.dropped_by_count)
     st.caption(f"dropped by count: {by_count} · dropped by budget: {trace.dropped_by_budget}")
 with counts:
-    breakdown = data.section_breakdown(result)
+    breakdown = previewer.section_breakdown(result)
     st.altair_chart(alt.Chart(breakdown).mark_bar().encode(x=alt.X("tokens:Q", title="tokens"),
                                        y=alt.Y("section:N", sort=list(trace.sections), title=None),
                                        tooltip=["section", "records", "tokens"]), use_container_width=True)
@@ -88,7 +88,7 @@ else:
     components.empty_state("The block is empty.")
 
 st.subheader("Left out")
-left = data.left_out_frame(result)
+left = previewer.left_out_frame(result)
 if left.is_empty():
     st.caption("Every candidate the builder fetched was injected.")
 else:

@@ -6,10 +6,9 @@ import json
 
 import streamlit as st
 
-from dashboard import components, data
+from dashboard import components, data, forms
+from dashboard.data import records
 from shared.client import ApiError
-
-OWNERS = ("everyone", "one person", "shared only")
 
 components.page_header("Records", "What the memory holds: every store's records, one page at a time.")
 st.info("Every read on this page — the list, a record, its history — is recorded in the organisation's audit "
@@ -19,7 +18,7 @@ org = data.org_id()
 assert org is not None  # streamlit_app shows pages only once an organisation is chosen
 tz = data.org_timezone(client, org)
 stores = data.indexes(client)
-store_names = dict(zip(stores["id"].to_list(), stores["name"].to_list(), strict=True))
+store_names = data.names(stores)
 
 notice = st.session_state.pop("records_notice", None)
 if notice:
@@ -29,9 +28,9 @@ with st.form("records_filters", border=True):
     top = st.columns([2, 2, 1, 2])
     store = top[0].selectbox("Store", [None, *store_names], key="records_store",
                              format_func=lambda i: "every store" if i is None else f"{store_names[i]} · {i}")
-    types = top[1].multiselect("Types", data.KNOWN_TYPES, key="records_types", accept_new_options=True,
+    types = top[1].multiselect("Types", records.KNOWN_TYPES, key="records_types", accept_new_options=True,
                                placeholder="any type (type another name to add it)")
-    owner = top[2].selectbox("Owner", OWNERS, key="records_owner")
+    owner = top[2].selectbox("Owner", forms.OWNERS, key="records_owner")
     person = top[3].text_input("Person id", key="records_person", placeholder="with owner = one person",
                                help="The id your application uses for her.")
     middle = st.columns(4)
@@ -48,7 +47,7 @@ with st.form("records_filters", border=True):
     st.form_submit_button("Apply filters", key="records_apply", type="primary", icon=":material/filter_alt:")
 
 try:
-    filters = data.memory_filter(
+    filters = forms.memory_filter(
         index_id=store, types=list(types), person=person if owner == "one person" else "", tags=tags, labels=labels,
         metadata=metadata, q=q, min_confidence=float(min_confidence), include_expired=include_expired,
         include_replaced=include_replaced, shared=owner == "shared only")
@@ -60,43 +59,32 @@ if owner == "one person" and not person.strip():
     st.warning("Owner is *one person* but no person id is given; showing everyone's records.",
                icon=":material/person_search:")
 
-# A new filter starts again at the first page; the stack holds the cursor of every page shown so far.
-signature = (filters, page_size)
-if st.session_state.get("records_signature") != signature:
-    st.session_state["records_signature"] = signature
-    st.session_state["records_cursors"] = [None]
-cursors: list[str | None] = st.session_state["records_cursors"]
+# A new filter starts again at the first page.
+cursors = components.cursor_stack("records_cursors", (filters, page_size))
 try:
-    records, next_cursor = data.memory_page(client, filters, cursors[-1], int(page_size))
-    matching = data.matching_records(client, filters)
+    shown, next_cursor = records.memory_page(client, filters, cursors[-1], int(page_size))
+    matching = records.matching_records(client, filters)
 except ApiError as err:
     components.api_error(err, "list the records")
     st.stop()
-frame = data.records_frame(records, tz, store_names)
-
-nav = st.columns([1, 1, 5], vertical_alignment="center")
-if nav[0].button("Previous", key="records_previous", icon=":material/arrow_back:", disabled=len(cursors) == 1):
-    cursors.pop()
-    st.rerun()
-if nav[1].button("Next", key="records_next", icon=":material/arrow_forward:", disabled=next_cursor is None):
-    cursors.append(next_cursor)
-    st.rerun()
+frame = records.records_frame(shown, tz, store_names)
 match = "1 record matches" if matching == 1 else f"{matching:,} records match"
-nav[2].caption(f"{match} · page {len(cursors)} of {max(1, -(-matching // int(page_size)))} "
-               f"({len(records)} shown), newest first · times in {tz}")
+components.pager("records", cursors, next_cursor,
+                 caption=f"{match} · page {len(cursors)} of {max(1, -(-matching // int(page_size)))} "
+                         f"({len(shown)} shown), newest first · times in {tz}")
 
 with st.expander("Export these records", icon=":material/download:"):
     st.caption("Every record of this filter (not only this page), as a file for analysts; the export is audited.")
-    fmt = st.radio("Format", list(data.EXPORT_MEDIA), horizontal=True, key="records_export_format")
+    fmt = st.radio("Format", list(records.EXPORT_MEDIA), horizontal=True, key="records_export_format")
     if st.button("Prepare the file", key="records_export_prepare", icon=":material/description:"):
         try:
-            st.session_state["records_export"] = (fmt, data.export_file(client, filters, fmt))
+            st.session_state["records_export"] = (fmt, records.export_file(client, filters, fmt))
         except ApiError as err:
             components.api_error(err, "export the records")
     prepared = st.session_state.get("records_export")
     if prepared:
         st.download_button(f"Download records.{prepared[0]} ({len(prepared[1]):,} bytes)", prepared[1],
-                           file_name=f"records.{prepared[0]}", mime=data.EXPORT_MEDIA[prepared[0]],
+                           file_name=f"records.{prepared[0]}", mime=records.EXPORT_MEDIA[prepared[0]],
                            key="records_export_download", icon=":material/download:")
 
 if frame.is_empty():
@@ -114,8 +102,8 @@ if not typed and selected is None:
 
 record_id = typed if typed or selected is None else str(selected["id"])
 try:
-    record = data.memory_record(client, record_id)
-    history = data.memory_history(client, record_id)
+    record = records.memory_record(client, record_id)
+    history = records.memory_history(client, record_id)
 except ApiError as err:
     components.api_error(err, f"read record {record_id}")
     st.stop()
@@ -126,9 +114,9 @@ components.record_summary(record, store_names.get(record.index_id, record.index_
 
 view, timeline, edit = st.tabs(["Every field", "History", "Edit, verify, delete"])
 with view:
-    st.json(data.record_document(record), expanded=True)
+    st.json(records.record_document(record), expanded=True)
     st.markdown("**Provenance**")
-    threads = data.thread_ids(record.provenance)
+    threads = records.thread_ids(record.provenance)
     if record.provenance:
         if threads:
             st.markdown("Threads: " + ", ".join(f"`{t}`" for t in threads))
@@ -138,14 +126,14 @@ with view:
     if record.contested_with:
         st.markdown(f"**Contested** with `{record.contested_with}`")
         try:
-            partner = data.memory_record(client, record.contested_with)
+            partner = records.memory_record(client, record.contested_with)
             st.markdown(f"> {partner.text}")
             st.caption(f"effective confidence {partner.effective_confidence:.2f} · stored {partner.confidence:.2f} · "
                        f"owner {partner.subject or data.SHARED}")
         except ApiError as err:
             components.api_error(err, "read the contested partner")
 with timeline:
-    components.history_timeline(data.history_frame(history, tz), key="records_history")
+    components.history_timeline(records.history_frame(history, tz), key="records_history")
     for label, other in (("Replaces", history.replaces), ("Replaced by", history.replaced_by)):
         if other is not None:
             st.markdown(f"**{label}** `{other.id}`: {other.text}")
@@ -169,9 +157,9 @@ with edit:
         save = st.form_submit_button("Save changes", key="records_edit_save", type="primary", icon=":material/save:")
     if save:
         try:
-            changes = data.record_changes(record, text=new_text, confidence=float(new_confidence),
-                                          priority=str(new_priority), tags=new_tags, metadata=new_metadata,
-                                          labels=new_labels)
+            changes = forms.record_changes(record, text=new_text, confidence=float(new_confidence),
+                                           priority=str(new_priority), tags=new_tags, metadata=new_metadata,
+                                           labels=new_labels)
         except ValueError as err:
             st.error(f"{err}\n\nCode `invalid_json`", icon=":material/error:")
         else:
@@ -179,7 +167,7 @@ with edit:
                 st.info("Nothing changed.", icon=":material/info:")
             else:
                 try:
-                    saved = data.edit_record(client, record.id, changes)
+                    saved = records.edit_record(client, record.id, changes)
                 except ApiError as err:
                     components.api_error(err, "save the record")
                 else:
@@ -191,7 +179,7 @@ with edit:
     if actions[0].button("Verify", key="records_verify", icon=":material/verified:", disabled=record.verified,
                          help="Mark the record checked by an administrator"):
         try:
-            data.verify_record(client, record.id)
+            records.verify_record(client, record.id)
         except ApiError as err:
             components.api_error(err, "verify the record")
         else:
@@ -206,7 +194,7 @@ with edit:
         if yes.button("Yes, delete", key="records_delete_confirm", type="primary"):
             st.session_state.pop("records_confirm_delete", None)
             try:
-                data.delete_record(client, record.id)
+                records.delete_record(client, record.id)
             except ApiError as err:
                 components.api_error(err, "delete the record")
             else:

@@ -7,7 +7,8 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import components, data
+from dashboard import components, data, forms
+from dashboard.data import stores
 from shared.client import ApiError
 from shared.schemas.stores import StoreSettingsOut
 
@@ -19,16 +20,16 @@ client = data.client()
 org = data.org_id()
 assert org is not None  # streamlit_app shows pages only once an organisation is chosen
 tz = data.org_timezone(client, org)
-stores = data.indexes(client)
-if stores.is_empty():
+indexes = data.indexes(client)
+if indexes.is_empty():
     components.empty_state("No stores yet — create an index with `POST /indexes`; each index is a memory store.")
     st.stop()
-names = dict(zip(stores["id"].to_list(), stores["name"].to_list(), strict=True))
+names = data.names(indexes)
 
 index_id = st.selectbox("Store", list(names), key="stores_store", format_func=lambda i: f"{names[i]} · {i}")
 assert index_id is not None
 try:
-    settings = data.store_settings(client, index_id)
+    settings = stores.store_settings(client, index_id)
 except ApiError as err:
     components.api_error(err, "read the store's settings")
     st.stop()
@@ -53,7 +54,7 @@ def field_widget(section: str, name: str, current: Any) -> Any:
     """The editor of one setting, chosen by its value's kind; JSON text for maps."""
     key = f"stores_field_{section}_{name}"
     label = name.replace("_", " ").capitalize()
-    choices = data.SETTING_CHOICES.get(f"{section}.{name}")
+    choices = stores.SETTING_CHOICES.get(f"{section}.{name}")
     if choices:
         return st.selectbox(label, choices, index=choices.index(current), key=key)
     if isinstance(current, bool):
@@ -72,7 +73,7 @@ def field_error(section: str, name: str) -> None:
 
 
 def editor(section: str, settings: StoreSettingsOut) -> None:
-    before, _ = data.section_values(settings, section)
+    before, _ = stores.section_values(settings, section)
     pending_key = f"stores_pending_{section}"
     with st.form(f"stores_form_{section}", border=False):
         entered = {}
@@ -86,8 +87,8 @@ def editor(section: str, settings: StoreSettingsOut) -> None:
     if review:
         st.session_state.pop(f"stores_error_{section}", None)
         try:
-            after = data.section_input(before, entered, section)
-        except data.FieldError as bad:
+            after = forms.section_input(before, entered, section)
+        except forms.FieldError as bad:
             st.session_state[f"stores_error_{section}"] = ApiError(0, "invalid_json", bad.message, bad.param)
             st.session_state.pop(pending_key, None)
             st.rerun()
@@ -100,11 +101,11 @@ def editor(section: str, settings: StoreSettingsOut) -> None:
     if pending is None:
         return
     st.markdown("**The change** — before → after; saving replaces the whole section:")
-    st.dataframe(data.section_diff(before, pending), hide_index=True, key=f"stores_diff_{section}")
+    st.dataframe(stores.section_diff(before, pending), hide_index=True, key=f"stores_diff_{section}")
     save, discard, _ = st.columns([1, 1, 2])
     if save.button("Save", key=f"stores_save_{section}", type="primary", icon=":material/save:"):
         try:
-            data.save_section(client, settings.index_id, section, pending)
+            stores.save_section(client, settings.index_id, section, pending)
         except ApiError as failed:
             st.session_state[f"stores_error_{section}"] = failed
             st.rerun()
@@ -118,7 +119,7 @@ def editor(section: str, settings: StoreSettingsOut) -> None:
         st.rerun()
 
 
-for section in data.SETTINGS_SECTIONS:
+for section in stores.SETTINGS_SECTIONS:
     with st.container(border=True, key=f"stores_card_{section}"):
         head, badge = st.columns([4, 1], vertical_alignment="center")
         head.subheader(section.capitalize(), anchor=False)
@@ -128,16 +129,16 @@ for section in data.SETTINGS_SECTIONS:
             badge.badge("defaults", icon=":material/check:", color="gray")
         values, edit = st.columns([3, 2])
         with values:
-            components.settings_table(data.section_frame(settings, section), key=f"stores_values_{section}")
+            components.settings_table(stores.section_frame(settings, section), key=f"stores_values_{section}")
         with edit, st.expander(f"Edit {section}", expanded=f"stores_pending_{section}" in st.session_state
                                or f"stores_error_{section}" in st.session_state):
             editor(section, settings)
 
 st.subheader("Settings history")
-st.caption(f"Every `{data.SETTINGS_CHANGED}` event of this store, newest first (times in {tz}); reading the trail "
+st.caption(f"Every `{stores.SETTINGS_CHANGED}` event of this store, newest first (times in {tz}); reading the trail "
            "is itself recorded as `audit.read`.")
 try:
-    history = data.settings_history(client, index_id, HISTORY_LIMIT, tz)
+    history = stores.settings_history(client, index_id, HISTORY_LIMIT, tz)
 except ApiError as err:
     components.api_error(err, "read the settings history")
     st.stop()

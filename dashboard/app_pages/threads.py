@@ -4,14 +4,14 @@ working state and the summaries; search every message (THR-7)."""
 from __future__ import annotations
 
 from typing import Any, cast
-from zoneinfo import ZoneInfo
 
 import polars as pl
 import streamlit as st
 
-from dashboard import components, data
+from dashboard import components, data, forms
+from dashboard.data import threads
 from shared.client import ApiError
-from shared.schemas.threads import Role, SearchHit, SearchPage, ThreadOut
+from shared.schemas.threads import ItemSearchQuery, Role, SearchHit, SearchPage, ThreadOut
 
 ITEMS_PER_PAGE = 100
 SUMMARIES_PER_PAGE = 50
@@ -37,13 +37,13 @@ ITEM_COLUMNS: dict[str, Any] = {
     "type": st.column_config.TextColumn("type", width="small"),
     "role": st.column_config.TextColumn("role", width="small"),
     "writer": st.column_config.TextColumn("written by", help="The person the writing request named; "
-                                          f"{data.BY_ORGANISATION}: the request named nobody"),
+                                          f"{threads.BY_ORGANISATION}: the request named nobody"),
     "text": st.column_config.TextColumn("text", width="large"),
     "id": st.column_config.TextColumn("item id", width="small"),
     "response_id": None,
 }
 NOTE_COLUMNS: dict[str, Any] = {
-    "by": st.column_config.TextColumn("by", help=f"The person whose note it is; {data.BY_ORGANISATION}: the "
+    "by": st.column_config.TextColumn("by", help=f"The person whose note it is; {threads.BY_ORGANISATION}: the "
                                       "organisation's own"),
     "note": st.column_config.TextColumn("note", width="large"),
     "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm:ss"),
@@ -71,14 +71,6 @@ assert org is not None  # streamlit_app shows pages only once an organisation is
 tz = data.org_timezone(client, org)
 
 
-def cursor_stack(key: str, signature: object) -> list[str | None]:
-    """The cursors of the pages shown so far; a new signature (filter, thread, order) starts at the first page."""
-    if st.session_state.get(f"{key}_signature") != signature:
-        st.session_state[f"{key}_signature"] = signature
-        st.session_state[key] = [None]
-    return cast(list[str | None], st.session_state[key])
-
-
 # ---------------------------------------------------------------- the list
 
 
@@ -86,7 +78,7 @@ def thread_list() -> str | None:
     """The filter bar, one page of threads and *Open a thread by id*; returns the thread to show, if any."""
     with st.form("threads_filters", border=True):
         row = st.columns([2, 3, 3, 3, 2])
-        owner = row[0].selectbox("Owner", data.THREAD_OWNERS, key="threads_owner", persist_state="page")
+        owner = row[0].selectbox("Owner", forms.OWNERS, key="threads_owner", persist_state="page")
         person = row[1].text_input("Person id", key="threads_person", placeholder="with owner = one person",
                                    help="The id your application uses for her.", persist_state="page")
         metadata = row[2].text_input("Metadata", key="threads_metadata", placeholder="dossier:4711",
@@ -97,35 +89,27 @@ def thread_list() -> str | None:
                                      persist_state="page")
         st.form_submit_button("Apply filters", key="threads_apply", type="primary", icon=":material/filter_alt:")
     try:
-        metadata_pairs, label_pairs = data.pairs(metadata), data.pairs(labels)
+        filters = forms.thread_filter(owner=str(owner), person=person, metadata=metadata, labels=labels)
     except ValueError as err:
         st.error(f"{err} Write filters as `name:value`, separated by commas.\n\nCode `invalid_filter`",
                  icon=":material/error:")
         return None
-    subject = data.thread_owner(str(owner), person)
-    if owner == "one person" and subject is None:
+    if owner == "one person" and filters.subject is None:
         st.warning("Owner is *one person* but no person id is given; showing everyone's threads.",
                    icon=":material/person_search:")
 
-    cursors = cursor_stack("threads_cursors", (subject, metadata_pairs, label_pairs, page_size))
+    cursors = components.cursor_stack("threads_cursors", (filters, page_size))
     try:
-        frame, next_cursor = data.thread_page(client, subject, metadata_pairs, label_pairs, cursors[-1],
-                                              int(page_size), tz)
+        frame, next_cursor = threads.thread_page(client, filters, cursors[-1], int(page_size), tz)
     except ApiError as err:
         components.api_error(err, "list the threads")
         return None
-    nav = st.columns([1, 1, 5], vertical_alignment="center")
-    if nav[0].button("Newer", key="threads_newer", icon=":material/arrow_back:", disabled=len(cursors) == 1):
-        cursors.pop()
-        st.rerun()
-    if nav[1].button("Older", key="threads_older", icon=":material/arrow_forward:", disabled=next_cursor is None):
-        cursors.append(next_cursor)
-        st.rerun()
-    nav[2].caption(f"Page {len(cursors)} · {frame.height} threads, newest first · times in {tz}")
+    components.pager("threads", cursors, next_cursor, labels=("Newer", "Older"),
+                     caption=f"Page {len(cursors)} · {frame.height} threads, newest first · times in {tz}")
 
     selected: dict[str, Any] | None = None
     if frame.is_empty():
-        unfiltered = subject is None and not metadata_pairs and not label_pairs and len(cursors) == 1
+        unfiltered = filters.subject is None and not filters.metadata and not filters.label and len(cursors) == 1
         components.empty_state("No threads yet — open one with `POST /threads`." if unfiltered else
                                "No threads match these filters — choose owner *everyone* or clear a filter.")
     else:
@@ -148,20 +132,9 @@ def thread_list() -> str | None:
 
 
 def loaded_items(thread_id: str, newest_first: bool) -> tuple[pl.DataFrame, str | None]:
-    """The item pages loaded so far (*Load more* adds one), each a cached read, and the next page's cursor."""
-    cursors = cursor_stack("threads_item_cursors", (thread_id, newest_first))
-    frames: list[pl.DataFrame] = []
-    next_cursor: str | None = None
-    for cursor in cursors:
-        frame, next_cursor = data.item_page(client, thread_id, newest_first, cursor, ITEMS_PER_PAGE, tz)
-        frames.append(frame)
-    return pl.concat(frames), next_cursor
-
-
-def load_more(key: str, next_cursor: str | None, what: str) -> None:
-    if st.button(f"Load more {what}", key=f"{key}_more", icon=":material/expand_more:", disabled=next_cursor is None):
-        st.session_state[key].append(next_cursor)
-        st.rerun()
+    """The item pages loaded so far (*Load more* adds one) and the next page's cursor."""
+    cursors = components.cursor_stack("threads_item_cursors", (thread_id, newest_first))
+    return threads.loaded_items(client, thread_id, newest_first, cursors, ITEMS_PER_PAGE, tz)
 
 
 def items_tab(thread: ThreadOut) -> None:
@@ -171,7 +144,7 @@ def items_tab(thread: ThreadOut) -> None:
         components.empty_state("No items yet — an application appends them with `POST /threads/{id}/items`.")
         return
     st.dataframe(items, column_config=ITEM_COLUMNS, hide_index=True, key="threads_items")
-    load_more("threads_item_cursors", next_cursor, "items")
+    components.load_more("threads_item_cursors", next_cursor, "items")
     st.caption(f"{items.height} items shown · times in {tz} · tool calls as `name(arguments)`, their results as "
                "`name → output`")
 
@@ -180,17 +153,15 @@ def notes_tab(thread: ThreadOut) -> None:
     # Notes are read for one chosen message only: one audited call, however many messages the thread holds.
     newest_first = bool(st.session_state.get("threads_items_newest", False))
     items, _ = loaded_items(thread.id, newest_first)
-    messages = items.filter(pl.col("type") == "message")
-    if messages.is_empty():
+    labels = threads.message_labels(items)
+    if not labels:
         components.empty_state("No messages shown yet — notes are kept on messages; load the thread's items first.")
         return
-    labels = {row["id"]: f"#{row['position']} · {row['role']} · {row['writer']} · {row['text'][:60]}"
-              for row in messages.iter_rows(named=True)}
     item_id = st.selectbox("Message", list(labels), format_func=labels.__getitem__, key=f"threads_note_{thread.id}",
                            help="One of the messages shown on the Items tab (use *Load more* there for others).")
     assert item_id is not None
     try:
-        notes = data.item_notes(client, thread.id, item_id, tz)
+        notes = threads.item_notes(client, thread.id, item_id, tz)
     except ApiError as err:
         components.api_error(err, "read the notes")
         return
@@ -203,7 +174,7 @@ def notes_tab(thread: ThreadOut) -> None:
 
 def state_tab(thread: ThreadOut) -> None:
     try:
-        state = data.thread_state(client, thread.id)
+        state = threads.thread_state(client, thread.id)
     except ApiError as err:
         components.api_error(err, "read the working state")
         return
@@ -213,44 +184,41 @@ def state_tab(thread: ThreadOut) -> None:
     cols = st.columns(3)
     cols[0].metric("Version", state.version)
     cols[1].metric("Size", f"{state.size:,} bytes")
-    cols[2].metric("Updated", f"{state.updated_at.astimezone(ZoneInfo(tz)):%Y-%m-%d %H:%M}"
-                   if state.updated_at else "never")
+    cols[2].metric("Updated", data.local_time(state.updated_at, tz) if state.updated_at else "never")
     st.json(state.state, expanded=True)
 
 
 def summaries_tab(thread: ThreadOut) -> None:
-    cursors = cursor_stack("threads_summary_cursors", thread.id)
+    cursors = components.cursor_stack("threads_summary_cursors", thread.id)
     try:
-        pages = [data.summary_page(client, thread.id, cursor, SUMMARIES_PER_PAGE, tz) for cursor in cursors]
+        summaries, next_cursor = threads.loaded_summaries(client, thread.id, cursors, SUMMARIES_PER_PAGE, tz)
     except ApiError as err:
         components.api_error(err, "read the summaries")
         return
-    summaries = pl.concat([frame for frame, _ in pages])
     if summaries.is_empty():
         components.empty_state("No summaries yet — compaction summaries are written by turns (TRN-6).")
         return
     st.dataframe(summaries, column_config=SUMMARY_COLUMNS, hide_index=True, key="threads_summaries")
-    load_more("threads_summary_cursors", pages[-1][1], "summaries")
+    components.load_more("threads_summary_cursors", next_cursor, "summaries")
 
 
 def thread_detail(thread_id: str) -> None:
     try:
-        thread = data.thread(client, thread_id)
+        thread = threads.thread(client, thread_id)
     except ApiError as err:
         components.api_error(err, f"read thread {thread_id}")
         return
     st.divider()
     st.subheader(f"Thread `{thread.id}`")
     counts = thread.message_counts
-    zone = ZoneInfo(tz)
     st.markdown(" · ".join([
-        f"owner **{data.markdown_text(thread.subject or data.SHARED)}**",
+        f"owner **{threads.markdown_text(thread.subject or data.SHARED)}**",
         f"{counts.user} user, {counts.assistant} assistant, {counts.developer} developer messages",
-        f"opened {thread.created_at.astimezone(zone):%Y-%m-%d %H:%M}",
-        f"updated {thread.updated_at.astimezone(zone):%Y-%m-%d %H:%M}"]))
+        f"opened {data.local_time(thread.created_at, tz)}",
+        f"updated {data.local_time(thread.updated_at, tz)}"]))
     if thread.metadata or thread.labels:
-        st.caption(f"metadata {data.markdown_text(data.pairs_text(thread.metadata)) or 'none'} · "
-                   f"labels {data.markdown_text(data.pairs_text(thread.labels)) or 'none'}")
+        st.caption(f"metadata {threads.markdown_text(threads.pairs_text(thread.metadata)) or 'none'} · "
+                   f"labels {threads.markdown_text(threads.pairs_text(thread.labels)) or 'none'}")
     # Lazy tabs: only the open one runs, so only what is looked at is read (and audited).
     tabs = st.tabs(["Items", "Notes", "Working state", "Summaries"], key="threads_detail", on_change="rerun")
     for tab, show in zip(tabs, (items_tab, notes_tab, state_tab, summaries_tab), strict=True):
@@ -269,16 +237,15 @@ def open_thread(thread_id: str) -> None:
 
 
 def show_hit(number: int, hit: SearchHit) -> None:
-    zone = ZoneInfo(tz)
     with st.container(border=True):
-        st.markdown(data.bold_snippet(hit.snippet, hit.highlights))
+        st.markdown(threads.bold_snippet(hit.snippet, hit.highlights))
         who = hit.role or hit.type
         refusal = " (refusal)" if hit.type == "refusal" else ""
-        note = (f" · note {data.markdown_text(data.pairs_text(hit.metadata))} by "
-                f"{data.markdown_text(hit.metadata_by or data.BY_ORGANISATION)}" if hit.metadata else "")
+        note = (f" · note {threads.markdown_text(threads.pairs_text(hit.metadata))} by "
+                f"{threads.markdown_text(hit.metadata_by or threads.BY_ORGANISATION)}" if hit.metadata else "")
         left, right = st.columns([5, 1], vertical_alignment="center")
-        left.caption(f"{who}{refusal} · written by {data.markdown_text(hit.subject or data.BY_ORGANISATION)} · "
-                     f"{hit.created_at.astimezone(zone):%Y-%m-%d %H:%M} · thread `{hit.thread_id}` · "
+        left.caption(f"{who}{refusal} · written by {threads.markdown_text(hit.subject or threads.BY_ORGANISATION)} · "
+                     f"{data.local_time(hit.created_at, tz)} · thread `{hit.thread_id}` · "
                      f"item `{hit.item_id}`{note}")
         right.button("Open thread", key=f"threads_hit_{number}", icon=":material/forum:", on_click=open_thread,
                      args=(hit.thread_id,))
@@ -306,23 +273,24 @@ def search_view() -> None:
                                           icon=":material/search:")
     st.caption(f"{QUERY_HELP} Newest first; each page reads at most 7 days of history, so a page may be short.")
 
-    params: dict[str, Any] = {"q": q, "role": None if role == "any" else cast(Role, role), "thread_id": in_thread,
-                              "start": start, "end": end, "notes": note, "notes_by": note_by, "tz": tz}
     if submitted:
         st.session_state.pop("threads_search", None)
         try:
-            first = data.search_messages(client, **params, cursor=None, limit=HITS_PER_PAGE)
+            query = forms.message_search(q=q, role=None if role == "any" else cast(Role, role), thread_id=in_thread,
+                                         start=start, end=end, notes=note, notes_by=note_by, tz=tz)
+            first = threads.search_messages(client, query, cursor=None, limit=HITS_PER_PAGE)
         except ValueError as err:
             st.error(f"{err} Write the note as `name:value`.\n\nCode `invalid_filter`", icon=":material/error:")
             return
         except ApiError as err:
             components.api_error(err, "search the messages")
             return
-        st.session_state["threads_search"] = {"params": params, "pages": [first]}
+        st.session_state["threads_search"] = {"query": query, "pages": [first]}
     found: dict[str, Any] | None = st.session_state.get("threads_search")
     if found is None:
         components.empty_state("Type words to find (or a note), then press Search.")
         return
+    asked: ItemSearchQuery = found["query"]
     pages: list[SearchPage] = found["pages"]
     hits = [hit for page in pages for hit in page.data]
     last = pages[-1]
@@ -339,8 +307,7 @@ def search_view() -> None:
     if st.button("Search further back", key="threads_search_more", icon=":material/history:",
                  disabled=last.next_cursor is None):
         try:
-            pages.append(data.search_messages(client, **found["params"], cursor=last.next_cursor,
-                                              limit=HITS_PER_PAGE))
+            pages.append(threads.search_messages(client, asked, cursor=last.next_cursor, limit=HITS_PER_PAGE))
         except ApiError as err:
             components.api_error(err, "search further back")
             return

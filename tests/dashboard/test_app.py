@@ -507,11 +507,11 @@ def open_stores(at: AppTest) -> AppTest:
 
 def section_table(at: AppTest, section: str) -> Any:
     """The values card of one section (a pandas frame: setting, effective, default, differs)."""
-    from dashboard import data
+    from dashboard.data import stores
 
     cards = [d.value for d in at.dataframe if "differs" in d.value.columns]
-    assert len(cards) == len(data.SETTINGS_SECTIONS)
-    return cards[data.SETTINGS_SECTIONS.index(section)].set_index("setting")
+    assert len(cards) == len(stores.SETTINGS_SECTIONS)
+    return cards[stores.SETTINGS_SECTIONS.index(section)].set_index("setting")
 
 
 def test_dsh_4_cards_show_effective_and_default_values(app: AppTest, org: Org, store_id: str) -> None:

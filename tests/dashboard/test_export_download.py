@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from dashboard import data
+from dashboard.data import records
 from shared.client import CoreClient
 from shared.schemas.memory import MemoryQuery
 from tests.dashboard.conftest import log_in
@@ -24,9 +24,9 @@ def test_dsh_10_export_file_holds_exactly_the_filtered_records(live_api, org, cl
     index_id = _records(client, org)
     with CoreClient(live_api) as api:
         api.login(org.admin_email, org.admin_password)
-        everyone = data.export_file(api, MemoryQuery(index_id=index_id), "ndjson")
-        anna = data.export_file(api, MemoryQuery(index_id=index_id, subject="anna"), "ndjson")
-        shared = data.export_file(api, MemoryQuery(index_id=index_id, shared=True), "ndjson")
+        everyone = records.export_file(api, MemoryQuery(index_id=index_id), "ndjson")
+        anna = records.export_file(api, MemoryQuery(index_id=index_id, subject="anna"), "ndjson")
+        shared = records.export_file(api, MemoryQuery(index_id=index_id, shared=True), "ndjson")
     texts = lambda blob: sorted(json.loads(line)["text"] for line in blob.decode().splitlines() if line)  # noqa: E731
     assert texts(everyone) == ["Anna likes tea", "Bob cycles", "Office opens at nine"]
     assert texts(anna) == ["Anna likes tea"]

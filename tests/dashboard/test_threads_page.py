@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import data
+from dashboard.data import threads as thread_data
 from shared.client import CoreClient
 from shared.schemas.platform import AuditQuery
 from shared.schemas.threads import Highlight
@@ -229,8 +230,8 @@ def test_dsh_7_a_selected_thread_shows_items_with_writers_state_and_no_summaries
     assert [s.value for s in app.subheader] == [f"Thread `{anna}`"]
     items = table(app, "items")
     assert list(items["position"]) == [1, 2, 3, 4, 5, 6]
-    assert list(items["writer"]) == ["anna", "anna", data.BY_ORGANISATION, data.BY_ORGANISATION,
-                                     data.BY_ORGANISATION, data.BY_ORGANISATION]
+    assert list(items["writer"]) == ["anna", "anna", thread_data.BY_ORGANISATION, thread_data.BY_ORGANISATION,
+                                     thread_data.BY_ORGANISATION, thread_data.BY_ORGANISATION]
     assert list(items["type"]) == ["message", "message", "message", "function_call", "function_call_output",
                                    "message"]
     assert list(items["role"][:3]) == ["user", "user", "assistant"]
@@ -291,10 +292,10 @@ def test_dsh_7_notes_of_the_chosen_message(app: AppTest, org: Org, threads: dict
     detail_tab(app, "Notes")
     picker = app.selectbox(key=f"threads_note_{anna}")
     assert picker.options == ["#1 · user · anna · Wanneer komt mijn terugbetaling?", "#2 · user · anna · Het is "
-                              "dringend.", f"#3 · assistant · {data.BY_ORGANISATION} · Binnen vijf dagen."]
+                              "dringend.", f"#3 · assistant · {thread_data.BY_ORGANISATION} · Binnen vijf dagen."]
     notes = table(app, "notes").set_index("by")
     assert notes.loc["anna", "note"] == '{"urgent": true}'
-    assert notes.loc[data.BY_ORGANISATION, "note"] == '{"status": "open"}'
+    assert notes.loc[thread_data.BY_ORGANISATION, "note"] == '{"status": "open"}'
 
     picker.select(second).run()
     no_exception(app)
@@ -387,7 +388,7 @@ def test_dsh_7_search_by_note(app: AppTest, org: Org, threads: dict[str, str]) -
     assert errors(app) == []
     assert hits(app) == ["Wanneer komt mijn terugbetaling?"]
     [about] = [c.value for c in app.caption if "thread `" in c.value]
-    assert f"note status\\:open by {data.markdown_text(data.BY_ORGANISATION)}" in about
+    assert f"note status\\:open by {thread_data.markdown_text(thread_data.BY_ORGANISATION)}" in about
 
 
 # ---------------------------------------------------------------- highlights: UTF-16 code units to str indices
@@ -400,21 +401,21 @@ def marks(*spans: tuple[int, int]) -> list[Highlight]:
 def test_dsh_7_utf16_offsets_become_python_indices() -> None:
     text = "🎉 café 👩‍👩‍👧 naïve"
     # In UTF-16: 🎉 is 2 units, each person of the family 2 and each joiner 1, é/ï 1 each.
-    assert data.utf16_spans(text, marks((3, 7), (17, 22))) == [(2, 6), (13, 18)]
-    assert [text[s:e] for s, e in data.utf16_spans(text, marks((3, 7), (17, 22)))] == ["café", "naïve"]
+    assert thread_data.utf16_spans(text, marks((3, 7), (17, 22))) == [(2, 6), (13, 18)]
+    assert [text[s:e] for s, e in thread_data.utf16_spans(text, marks((3, 7), (17, 22)))] == ["café", "naïve"]
     decomposed = "cafe\u0301 ok"  # e + combining acute: two characters, two units, as in JavaScript
-    assert data.utf16_spans(decomposed, marks((0, 5))) == [(0, 5)]
-    assert data.utf16_spans("plain text", marks((6, 10))) == [(6, 10)]
+    assert thread_data.utf16_spans(decomposed, marks((0, 5))) == [(0, 5)]
+    assert thread_data.utf16_spans("plain text", marks((6, 10))) == [(6, 10)]
 
 
 def test_dsh_7_highlights_are_clipped_merged_and_sorted() -> None:
-    assert data.utf16_spans("abc", marks((1, 99))) == [(1, 3)]
-    assert data.utf16_spans("abcdef", marks((4, 6), (0, 2), (1, 3), (3, 3))) == [(0, 3), (4, 6)]
-    assert data.utf16_spans("abc", marks((5, 9))) == []
+    assert thread_data.utf16_spans("abc", marks((1, 99))) == [(1, 3)]
+    assert thread_data.utf16_spans("abcdef", marks((4, 6), (0, 2), (1, 3), (3, 3))) == [(0, 3), (4, 6)]
+    assert thread_data.utf16_spans("abc", marks((5, 9))) == []
 
 
 def test_dsh_7_snippets_are_markdown_with_bold_highlights_and_literal_text() -> None:
-    assert data.bold_snippet("😀 a *b* $5 [x](y)", marks((3, 4))) == (
+    assert thread_data.bold_snippet("😀 a *b* $5 [x](y)", marks((3, 4))) == (
         "😀 **a** \\*b\\* \\$5 \\[x\\]\\(y\\)")
-    assert data.bold_snippet("line\nbreak", []) == "line break"
-    assert data.bold_snippet("🎉🎉 kommt morgen", marks((11, 17))) == "🎉🎉 kommt **morgen**"
+    assert thread_data.bold_snippet("line\nbreak", []) == "line break"
+    assert thread_data.bold_snippet("🎉🎉 kommt morgen", marks((11, 17))) == "🎉🎉 kommt **morgen**"

@@ -1,0 +1,76 @@
+"""What the stores page reads and changes: a store's settings per section, against the defaults, and their history
+(DSH-4)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from dashboard.data import _cached, events_frame
+from shared.client import CoreClient
+from shared.schemas.platform import AuditQuery
+from shared.schemas.stores import StoreSettingsOut
+
+SETTINGS_SECTIONS = ("injection", "commitments", "lessons", "promotion", "maintenance")
+SETTINGS_CHANGED = "store.settings_changed"
+# Settings whose value is one of a few names (the API's Literal); the editor offers them in a select box.
+SETTING_CHOICES: dict[str, list[str]] = {"injection.rank": ["confidence", "relevance", "blend"]}
+
+
+@_cached
+def store_settings(client: CoreClient, index_id: str) -> StoreSettingsOut:
+    return client.store_settings(index_id)
+
+
+def section_values(settings: StoreSettingsOut, section: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A section's effective values and its defaults, as plain dicts."""
+    return (msgspec.to_builtins(getattr(settings, section)), msgspec.to_builtins(getattr(settings.defaults, section)))
+
+
+def section_frame(settings: StoreSettingsOut, section: str) -> pl.DataFrame:
+    """One row per setting: effective value, default, and whether they differ (shown as text, JSON for maps)."""
+    effective, defaults = section_values(settings, section)
+    rows = []
+    for name, value in effective.items():
+        default = defaults.get(name)
+        shown = _shown(default)
+        if section == "injection" and name == "budget_tokens" and default is None:
+            # No budget of its own means the installation's ceiling, which is what the API reports as effective.
+            default, shown = settings.max_budget_tokens, f"none (the ceiling, {settings.max_budget_tokens})"
+        rows.append({"setting": name, "effective": _shown(value), "default": shown, "differs": value != default})
+    return pl.DataFrame(rows, schema={"setting": pl.String, "effective": pl.String, "default": pl.String,
+                                      "differs": pl.Boolean})
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, dict | list | bool):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def section_diff(before: dict[str, Any], after: dict[str, Any]) -> pl.DataFrame:
+    """The settings a save would change: name, before, after."""
+    rows = [{"setting": name, "before": _shown(before.get(name)), "after": _shown(after.get(name))}
+            for name in after if after.get(name) != before.get(name)]
+    return pl.DataFrame(rows, schema={"setting": pl.String, "before": pl.String, "after": pl.String})
+
+
+def save_section(client: CoreClient, index_id: str, section: str, value: dict[str, Any]) -> StoreSettingsOut:
+    """Replace one section whole; the API judges the values (its 422 names `section.field`)."""
+    try:
+        return client.update_store_settings(index_id, {section: value})
+    finally:
+        store_settings.clear()
+        settings_history.clear()
+
+
+@_cached
+def settings_history(client: CoreClient, index_id: str, limit: int, tz: str) -> pl.DataFrame:
+    """The store's `store.settings_changed` events, newest first."""
+    page = client.audit(AuditQuery(action=[SETTINGS_CHANGED], object_id=index_id), limit=limit)
+    return events_frame(page.data, tz)
