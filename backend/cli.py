@@ -278,11 +278,19 @@ def memory_reembed(org_id: str | None, index_id: str | None, batch: int) -> None
 
 
 def _serve(host: str, port: int, url: str | None = None) -> None:
+    import gc
+
     import uvicorn
 
     from backend.app import create_app
 
-    uvicorn.run(create_app(database_url=url), host=host, port=port, log_level="info")
+    settings = get_settings()
+    app = create_app(database_url=url)
+    # What is loaded and built by now lives as long as the process; out of the collector's sight, it no longer
+    # lengthens every full collection (pauses of 100 ms and more under load were measured with it in sight).
+    gc.collect()
+    gc.freeze()
+    uvicorn.run(app, host=host, port=port, log_level="info", access_log=settings.access_log)
 
 
 @main.command()

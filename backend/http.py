@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from litestar import Request, Response
@@ -26,7 +27,25 @@ log = logging.getLogger("coremem")
 
 
 async def provide_db(state: State) -> AsyncGenerator[AsyncSession, None]:
-    """One request, one transaction (house rule 3). A policy refusal still keeps its `denied` audit event."""
+    """One request, one transaction (house rule 3), for the routes that act without a credential (login)."""
+    async with _transaction(state) as session:
+        yield session
+
+
+async def provide_context(request: Request[Any, Any, Any], state: State) -> AsyncGenerator[RequestContext, None]:
+    """The request context every route takes (house rule 11), in the request's one transaction."""
+    headers = request.headers
+    async with _transaction(state) as session:
+        yield await contexts.for_credential(
+            session, state.settings, authorization=headers.get("authorization"),
+            subject_header=headers.get(SUBJECT_HEADER), org_header=headers.get(ORG_HEADER),
+            path_org_id=request.path_params.get("org_id"))
+
+
+@asynccontextmanager
+async def _transaction(state: State) -> AsyncIterator[AsyncSession]:
+    """Commit when the handler returns, roll back when it raises; a policy refusal still keeps its `denied`
+    audit event, written in a transaction of its own after the rollback."""
     session: AsyncSession = state.sessionmaker()
     try:
         async with session.begin():
@@ -47,14 +66,6 @@ async def _keep_denied_event(state: State, denied: PolicyDenied) -> None:
             subject_id=denied.subject_id, object_type=denied.object_type,
             object_id=denied.object_id, outcome="denied", detail=denied.detail,
         )
-
-
-async def provide_context(request: Request[Any, Any, Any], db: AsyncSession, state: State) -> RequestContext:
-    """The request context every route takes (house rule 11)."""
-    headers = request.headers
-    return await contexts.for_credential(
-        db, state.settings, authorization=headers.get("authorization"), subject_header=headers.get(SUBJECT_HEADER),
-        org_header=headers.get(ORG_HEADER), path_org_id=request.path_params.get("org_id"))
 
 
 # ---------------------------------------------------------------- errors (PLT-14)

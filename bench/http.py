@@ -180,7 +180,7 @@ def start_baseline(url: str, logs: Path, key_body: Path, key_type: str, secret: 
     env = {**os.environ, "CORE_DATABASE_URL": url, "BENCH_HTTP_KEY_BODY": str(key_body),
            "BENCH_HTTP_KEY_TYPE": key_type}
     command = [sys.executable, "-m", "uvicorn", "bench.http_baseline:app", "--host", "127.0.0.1", "--port",
-               str(port), "--log-level", "info"]  # uvicorn.run's defaults with coremem serve's log level
+               str(port), "--log-level", "info", "--no-access-log"]  # as `coremem serve` runs the product
     return start_server("baseline", command, env, port, "/key", logs, {"Authorization": f"Bearer {secret}"})
 
 
@@ -642,7 +642,8 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
         f"{info['database']}, {info['wrk']}. Product at {info['revision']}. Run {info['at']}; load average "
         f"{info['load_before']} before, {info['load_after']} after.",
         f"Method: `python -m bench.http{' --quick' if info['quick'] else ''}`. The product is `coremem serve` and the "
-        "baseline `uvicorn bench.http_baseline:app`, each one process, one worker, log level info, on the same "
+        "baseline `uvicorn bench.http_baseline:app`, each one process, one worker, log level info, no access log, "
+        "on the same "
         "database with the product's engine and pool (`make_engine` + `make_sessionmaker`, one transaction per "
         f"request). wrk (1 thread) on loopback; {info['warmup']:g} s warm-up per scenario, then {info['rounds']} "
         f"round{'s' if info['rounds'] > 1 else ''} of {info['seconds']:g} s per scenario and connection count, "

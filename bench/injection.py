@@ -154,13 +154,13 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     import uvicorn
     from sqlalchemy import text
 
-    from backend.access.principal import ALL_CAPABILITIES, Principal
+    from backend.access.actor import Actor
+    from backend.access.principal import Principal
     from backend.access.scope import build_scope
     from backend.access.subjects import Subject
     from backend.app import create_app
     from backend.config import Settings
     from backend.db.engine import make_engine, make_sessionmaker
-    from backend.domains.audit.service import Actor
     from backend.domains.injection import service
     from backend.domains.injection.config import choose_block
     from backend.domains.keys import service as keys_service
@@ -174,12 +174,10 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     sessions = make_sessionmaker(engine)
     org_id, index_id = meta["org_id"], meta["index_id"]
     async with sessions() as db, db.begin():
-        admin = Principal("admin", org_id, Actor("system", "bench"), ALL_CAPABILITIES, None)
-        key_row, secret = await keys_service.create_key(
-            db, admin, org_id, KeyCreate(name=f"bench {time.time()}", capabilities=["knowledge", "memory",
-                                                                                   "management"],
-                                         memory=KeyMemoryConfig(injection=InjectionBlock(index_id=index_id))),
-            secret=settings.secret, retention_days=400)
+        key_row, secret = await keys_service.insert_new_key(
+            db, org_id, KeyCreate(name=f"bench {time.time()}", capabilities=["knowledge", "memory", "management"],
+                                  memory=KeyMemoryConfig(injection=InjectionBlock(index_id=index_id))),
+            Actor("system", "bench"), secret=settings.secret, retention_days=400)
         org = await orgs_repo.get(db, org_id) or {}
     half_lives = decay.half_lives(org, key_row)
 
@@ -206,7 +204,7 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
         principal = Principal("key", org_id, Actor("key", key_row["id"]), frozenset(key_row["capabilities"]),
                               Subject(person), key=key_row)
         async with sessions() as db, db.begin():
-            scope = build_scope(principal, org.get("policy"))
+            scope = build_scope(principal, org)
             built = await service.build(db, scope, half_lives, choose_block(principal, scope), turn_input=None,
                                         max_budget=settings.injection_max_budget_tokens)
             return len(built.block.lines) if built.block else 0

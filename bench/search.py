@@ -244,15 +244,16 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     import uvicorn
     from sqlalchemy import text
 
-    from backend.access.principal import Principal
+    from backend import contexts
+    from backend.access.actor import Actor
     from backend.app import create_app
     from backend.config import Settings
     from backend.db.engine import make_engine, make_sessionmaker
-    from backend.domains.audit.service import Actor
     from backend.domains.keys import service as keys_service
-    from backend.domains.orgs import repository as orgs_repo
-    from backend.domains.threads import service
+    from backend.domains.threads import searching
+    from backend.params import Page
     from shared.schemas.platform import KeyCreate
+    from shared.schemas.threads import ItemSearchQuery
 
     settings = Settings(database_url=url, data_dir=Path(".coremem"), secret="bench-secret-" + "x" * 24,
                         log_level="WARNING")
@@ -260,17 +261,9 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     sessions = make_sessionmaker(engine)
     org_id = meta["org_id"]
     async with sessions() as db, db.begin():
-        org = await orgs_repo.get(db, org_id)
-        assert org is not None
-        admin = Principal("admin", org_id, Actor("system", "bench"), frozenset({"threads", "management"}), None)
-        row, secret = await keys_service.create_key(
-            db, admin, org_id, KeyCreate(name=f"bench {time.time()}", capabilities=["threads"]),
+        _, secret = await keys_service.insert_new_key(
+            db, org_id, KeyCreate(name=f"bench {time.time()}", capabilities=["threads"]), Actor("system", "bench"),
             secret=settings.secret, retention_days=400)
-    async with sessions() as db:
-        key_row = dict((await db.execute(text("SELECT * FROM api_keys WHERE id = :i"), {"i": row["id"]})).one()
-                       ._mapping)
-    principal = Principal("key", org_id, Actor("key", key_row["id"]), frozenset(key_row["capabilities"]), None,
-                          key=key_row)
 
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings, url), host="127.0.0.1", port=port,
@@ -301,8 +294,6 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     # that no plan can avoid (it parses every text on the page again).
     bare_sql = text(SAME_PAGE_SQL.replace(SAME_PAGE_HEADLINE, "h.text AS headline"))
     same_params = {"org": org_id, "n": PAGE + 1, "hl": HEADLINE_OPTIONS}
-    # What the request runs (the controller's context; `context` where search_context does not exist yet).
-    search_context = getattr(service, "search_context", service.context)
 
     async def raw(q: str) -> int:
         async with sessions() as db, db.begin():
@@ -321,10 +312,9 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
             return min(PAGE, len([r for r in rows if r.id is not None]))
 
     async def service_page(q: str) -> dict[str, Any]:
-        async with sessions() as db, db.begin():
-            ctx = await search_context(db, principal, settings)
-            return await service.search(db, ctx, q=q, thread_id=None, thread_metadata=[], role=None, from_=None,
-                                        to=None, metadata=[], metadata_by=None, cursor=None, limit=PAGE)
+        async with sessions() as db, db.begin():  # what the route runs: the request context, then the search
+            ctx = await contexts.for_credential(db, settings, authorization=f"Bearer {secret}")
+            return await searching.search(ctx, ItemSearchQuery(q=q), Page(limit=PAGE))
 
     async def via_service(q: str) -> int:
         return len((await service_page(q))["data"])
@@ -400,9 +390,9 @@ def render(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]], meta: dict[s
         "- same, no snippets: that statement returning the text instead of ts_headline's snippet. The difference "
         "to `same` is what the snippets cost: ts_headline parses every text on the page again, which raw never "
         "does and no plan can avoid.",
-        "- service: `threads.service.search_context` + `threads.service.search`, as the controller runs a "
-        "request: policy scope in SQL, one statement, UTF-16 highlights in Python. The organisation's row is "
-        "the one this process read before, and the statement checks that its policy is still current.",
+        "- service: `contexts.for_credential` + `threads.searching.search`, as the controller runs a "
+        "request: the key and its organisation's row in one statement, then the search's one statement (the "
+        "policy scope bound as parameters), UTF-16 highlights in Python.",
         "- http: `GET /thread-items?q=…` over loopback to uvicorn in the same process (adds the key lookup, "
         "routing and JSON).",
         "- hits: rows on the first page (the service reads one 7-day slice, so a rare word can come back short "

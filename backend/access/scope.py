@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, false, true
+from sqlalchemy import ColumnElement, Text, false, func, literal, true
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from backend.access.policy import Policy, Requester, Rule, decide, parse_policy, permits_every_row
 from backend.access.policy_sql import visible_clause, who_params
@@ -40,7 +41,8 @@ class Scope:
             return true()
         if not self.indexes:
             return false()
-        return index_col.in_(sorted(self.indexes))
+        # `= ANY(array)` rather than `IN (…)`: one value, so a statement built once per shape can hold it.
+        return index_col == func.any(literal(sorted(self.indexes), ARRAY(Text)))
 
     def visible(self, kind: str, action: str, owner_col: Any, labels_col: Any, *,
                 bound: bool = False) -> ColumnElement[bool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
@@ -15,7 +16,11 @@ def normalise_url(url: str) -> str:
 
 
 def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
-    return create_async_engine(normalise_url(url), pool_size=pool_size, max_overflow=20, pool_pre_ping=True)
+    # No ping before each checkout (a round trip per request): a connection the server dropped fails its
+    # request, and SQLAlchemy then discards every pooled connection; they are also renewed every 30 minutes.
+    # JSON columns are read with msgspec, several times faster than the standard library's json module.
+    return create_async_engine(normalise_url(url), pool_size=pool_size, max_overflow=20, pool_pre_ping=False,
+                               pool_recycle=1800, json_deserializer=msgspec.json.decode)
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker:

@@ -26,6 +26,8 @@ class Prepared:
     def __init__(self, statement: Any) -> None:
         compiled = statement.compile(dialect=_DIALECT)
         binds = list(compiled.binds.values())
+        if any(b.expanding for b in binds):  # `IN (…)` of a list is expanded per call; write `= ANY(array)`
+            raise ValueError("a prepared statement cannot hold an expanding IN; use `= ANY(:array)`")
         self.sql: str = compiled.string
         self.names = frozenset(b.key for b in binds if not b.unique)
         self.constants = {name: value for name, value in compiled.params.items() if name not in self.names}

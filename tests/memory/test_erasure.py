@@ -116,6 +116,20 @@ def test_mem_19_work_that_began_before_the_erasure_cannot_write_her_back(mem: Me
         return refused.value.code
 
     assert as_request(database_url, settings, mem.key, person, scenario) == "subject_erased"
+
+    # The one-statement write of POST /memory (record, version and erasure check together) refuses her too.
+    again = f"late-{uuid.uuid4().hex[:8]}"
+    mem.write(bearer(mem.key, again), "written before")
+
+    async def single(ctx: Any) -> str:
+        erased = await asyncio.to_thread(client.delete, f"/subjects/{again}", headers=mem.admin)
+        assert erased.status_code == 200, erased.text
+        with pytest.raises(Conflict) as refused:
+            await writes.create(ctx, MemoryCreate(index_id=mem.index_id, type="fact", text="written after"))
+        return refused.value.code
+
+    assert as_request(database_url, settings, mem.key, again, single) == "subject_erased"
+    assert mem.list(mem.nobody, subject=again) == []
     assert mem.list(mem.nobody, subject=person) == []
     # A request that starts after the erasure may write for the same id again: it is a new start.
     assert mem.write(bearer(mem.key, person), "a new start")["subject"] == person

@@ -44,7 +44,11 @@ async def refuse_if_erased(db: AsyncSession, org_id: str, secret: str, people: I
     hashes = [h for h in (subject_hash(secret, org_id, p) for p in named) if h is not None]
     await repo.lock_shared(db, org_id, hashes)
     if await repo.erased_since(db, org_id, hashes, started_at):
-        raise Conflict("A person this write names was erased while it ran; nothing of hers is written back.",
-                       code="subject_erased")
+        raise erased_meanwhile()
     if seen is not None:
         seen.update(named)
+
+
+def erased_meanwhile() -> Conflict:
+    return Conflict("A person this write names was erased while it ran; nothing of hers is written back.",
+                    code="subject_erased")

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, literal, select
+from sqlalchemy import bindparam, exists, func, literal, select
 from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -17,8 +17,21 @@ from backend.db.models_memory import ErasedSubject
 E = table_of(ErasedSubject)
 
 
-def _subject_lock(org_id: str, subject_hash: Any) -> Any:
+def _subject_lock(org_id: Any, subject_hash: Any) -> Any:
     return func.hashtextextended(literal("subject:") + org_id + ":" + subject_hash, 0)
+
+
+def locked_shared(org: Any, hashes: Any) -> Any:
+    """A SQL expression taking the shared side of each person's lock, in array order (callers sort)."""
+    each = func.unnest(hashes).table_valued("h").render_derived()
+    return (select(func.count(func.pg_advisory_xact_lock_shared(_subject_lock(org, each.c.h))))
+            .select_from(each).scalar_subquery())
+
+
+def not_erased_since_now(org: Any, hashes: Any) -> Any:
+    """A SQL boolean: none of these people was erased after this transaction began. Evaluate it in a statement
+    after the one that took their locks (a statement sees what was committed before it started)."""
+    return ~exists().where(E.c.org_id == org, E.c.subject_hash == func.any(hashes), E.c.erased_at > func.now())
 
 
 async def lock_shared(db: AsyncSession, org_id: str, subject_hashes: Sequence[str]) -> None:

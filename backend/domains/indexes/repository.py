@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import Text, bindparam, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
 from backend.db.models import KnowledgeIndex, table_of
+from backend.db.prepared import Prepared
 
 T = table_of(KnowledgeIndex)
 
@@ -21,10 +22,19 @@ async def name_taken(db: AsyncSession, org_id: str, name: str) -> bool:
     return (await db.execute(select(T.c.id).where(T.c.org_id == org_id, T.c.name == name))).first() is not None
 
 
+_reachable: dict[frozenset[str] | None, Prepared] = {}
+
+
 async def get(db: AsyncSession, scope: Scope, index_id: str) -> dict[str, Any] | None:
-    query = select(T).where(T.c.org_id == scope.org_id, T.c.id == index_id, scope.index_clause(T.c.id))
-    row = (await db.execute(query)).first()
-    return dict(row._mapping) if row else None
+    """The index, if the scope reaches it: one statement per set of indexes a policy names, built once."""
+    statement = _reachable.get(scope.indexes)
+    if statement is None:
+        if len(_reachable) > 512:
+            _reachable.clear()
+        statement = _reachable[scope.indexes] = Prepared(select(T).where(
+            T.c.org_id == bindparam("org_id", type_=Text), T.c.id == bindparam("index_id", type_=Text),
+            scope.index_clause(T.c.id)))
+    return await statement.first(db, {"org_id": scope.org_id, "index_id": index_id})
 
 
 async def list_page(db: AsyncSession, scope: Scope, after_id: str | None, limit: int) -> list[dict[str, Any]]:

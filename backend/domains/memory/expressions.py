@@ -1,11 +1,17 @@
 """SQL expressions over memory records: effective confidence (MEM-9), what a scope reads (ARCHITECTURE rule 2),
-and the filters of `GET /memory`, shared by the memory, injection and export repositories."""
+and the filters of `GET /memory`, shared by the memory, injection and export repositories.
+
+Every value that changes from one request to the next is a named parameter (`bound=True` for the scope, the
+`Filter` entries for the query), so the hot statements are built and compiled once per shape (house rule 12)
+and only their values travel per request.
+"""
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,6 +19,8 @@ from sqlalchemy import (
     ColumnElement,
     DateTime,
     Float,
+    Interval,
+    Text,
     and_,
     bindparam,
     case,
@@ -24,7 +32,7 @@ from sqlalchemy import (
     text,
     true,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from backend.access.scope import Scope
 from backend.db.models import table_of
@@ -33,6 +41,8 @@ from shared.schemas.memory import MemoryQuery
 
 R = table_of(MemoryRecord)
 V = table_of(MemoryVersion)
+PARTNER = R.alias("partner")  # built once: a new alias copies every column, which cost most of a request
+ORG_PARAM = "scope_org"
 
 
 def evaluated_at(at: datetime | None) -> Any:
@@ -51,8 +61,13 @@ def effective_expr(half_lives: Mapping[str, float], table: Any = R, *, at: datet
     return cast(case(*whens, else_=table.c.confidence), Float)
 
 
-def min_confidence_clause(half_lives: Mapping[str, float], minimum: float, *, at: datetime | None = None
-                          ) -> ColumnElement[bool]:
+def _value(name: str | None, value: Any, type_: Any) -> Any:
+    """A value in a clause: a named parameter (its value travels per request) or an anonymous one."""
+    return bindparam(name, value, type_=type_) if name else literal(value, type_)
+
+
+def min_confidence_clause(half_lives: Mapping[str, float], minimum: float, *, at: datetime | None = None,
+                          name: str | None = None) -> ColumnElement[bool]:
     """effective >= minimum, written so that every branch is an index range (MEM-9, docs/decisions.md).
 
     A decaying type t with half-life H: stored confidence is at most 1, so effective >= m needs
@@ -60,19 +75,21 @@ def min_confidence_clause(half_lives: Mapping[str, float], minimum: float, *, at
     only on the rows inside it. Every other type keeps its stored value: the types that do not decay are the
     gaps between the decaying names, each a range on the same index's `type` column. So PostgreSQL can answer
     a selective filter with a BitmapOr of index ranges, and a large result by walking the primary key.
+    `name` makes the minimum and the ages named parameters (`min_confidence_params` gives their values).
     """
     if minimum <= 0:
         return true()
+    floor = _value(f"{name}_min" if name else None, minimum, Float)
     branches: list[ColumnElement[bool]] = []
     names = sorted(half_lives)
-    for type_name in names:
+    for i, type_name in enumerate(names):
         h = half_lives[type_name]
-        max_age = timedelta(days=h * math.log2(1.0 / minimum))
-        branches.append(and_(R.c.type == type_name, R.c.updated_at >= evaluated_at(at) - literal(max_age),
-                             effective_expr({type_name: h}, at=at) >= minimum))
+        max_age = _value(f"{name}_age{i}" if name else None, timedelta(days=h * math.log2(1.0 / minimum)), Interval)
+        branches.append(and_(R.c.type == type_name, R.c.updated_at >= evaluated_at(at) - max_age,
+                             effective_expr({type_name: h}, at=at) >= floor))
     lower: str | None = None
     for upper in [*names, None]:
-        gap = [R.c.confidence >= minimum]
+        gap = [R.c.confidence >= floor]
         if lower is not None:
             gap.append(R.c.type > lower)
         if upper is not None:
@@ -82,32 +99,50 @@ def min_confidence_clause(half_lives: Mapping[str, float], minimum: float, *, at
     return or_(*branches)
 
 
-def _visible(scope: Scope, table: Any) -> ColumnElement[bool]:
-    return and_(table.c.org_id == scope.org_id, scope.index_clause(table.c.index_id),
-                scope.visible("memory_record", "see", table.c.subject, table.c.labels))
+def min_confidence_params(half_lives: Mapping[str, float], minimum: float, name: str) -> dict[str, Any]:
+    if minimum <= 0:
+        return {}
+    params: dict[str, Any] = {f"{name}_min": minimum}
+    for i, type_name in enumerate(sorted(half_lives)):
+        params[f"{name}_age{i}"] = timedelta(days=half_lives[type_name] * math.log2(1.0 / minimum))
+    return params
 
 
-def _partner(scope: Scope, column: Any) -> ColumnElement[Any]:
+# ---------------------------------------------------------------- what a scope reads
+
+def _visible(scope: Scope, table: Any, bound: bool) -> ColumnElement[bool]:
+    org = bindparam(ORG_PARAM, type_=Text) if bound else scope.org_id
+    return and_(table.c.org_id == org, scope.index_clause(table.c.index_id),
+                scope.visible("memory_record", "see", table.c.subject, table.c.labels, bound=bound))
+
+
+def scope_params(scope: Scope) -> dict[str, Any]:
+    """The values of `readable(scope, bound=True)` and `record_columns(…, bound=True)`."""
+    return {ORG_PARAM: scope.org_id, **(scope.params() if not scope.unrestricted else {})}
+
+
+def _partner(scope: Scope, column: Any, bound: bool) -> ColumnElement[Any]:
     """The partner's id only when the reader may see the partner (MEM-16, MEM-17)."""
-    p = R.alias("partner")
-    seen = exists().where(p.c.id == column, _visible(scope, p)).correlate(R)
+    seen = exists().where(PARTNER.c.id == column, _visible(scope, PARTNER, bound)).correlate(R)
     return case((seen, column), else_=None)
 
 
-def record_columns(scope: Scope, half_lives: Mapping[str, float]) -> list[Any]:
-    hidden = {"embedding", "search", "norm_hash", "contested_with", "replaces", "replaced_by"}
-    cols: list[Any] = [c for c in R.c if c.name not in hidden]
+HIDDEN = frozenset({"embedding", "search", "norm_hash", "contested_with", "replaces", "replaced_by"})
+PLAIN_COLUMNS = tuple(c for c in R.c if c.name not in HIDDEN)
+
+
+def record_columns(scope: Scope, half_lives: Mapping[str, float], *, bound: bool = False) -> list[Any]:
     return [
-        *cols,
+        *PLAIN_COLUMNS,
         effective_expr(half_lives).label("effective_confidence"),
-        _partner(scope, R.c.contested_with).label("contested_with"),
-        _partner(scope, R.c.replaces).label("replaces"),
-        _partner(scope, R.c.replaced_by).label("replaced_by"),
+        _partner(scope, R.c.contested_with, bound).label("contested_with"),
+        _partner(scope, R.c.replaces, bound).label("replaces"),
+        _partner(scope, R.c.replaced_by, bound).label("replaced_by"),
     ]
 
 
-def readable(scope: Scope) -> list[ColumnElement[bool]]:
-    return [_visible(scope, R)]
+def readable(scope: Scope, *, bound: bool = False) -> list[ColumnElement[bool]]:
+    return [_visible(scope, R, bound)]
 
 
 def unexpired(at: datetime | None = None) -> ColumnElement[bool]:
@@ -118,28 +153,27 @@ def active_now() -> list[ColumnElement[bool]]:
     return [R.c.status == "active", unexpired()]
 
 
-def _jsonb(value: Any) -> Any:
-    return bindparam(None, value, type_=JSONB)
+# ---------------------------------------------------------------- the filters of GET /memory
+
+def label_has(column: Any, name: str, value: str, param: str | None = None) -> ColumnElement[bool]:
+    """A label holds a string or a list of strings; containment covers both."""
+    as_string = _value(f"{param}_s" if param else None, {name: value}, JSONB)
+    as_list = _value(f"{param}_l" if param else None, {name: [value]}, JSONB)
+    return or_(column.op("@>")(as_string), column.op("@>")(as_list))
 
 
-def label_has(column: Any, name: str, value: str) -> ColumnElement[bool]:
-    return or_(column.op("@>")(_jsonb({name: value})), column.op("@>")(_jsonb({name: [value]})))
-
-
-def _metadata_has(name: str, value: str) -> ColumnElement[bool]:
-    options = [R.c.metadata.op("@>")(_jsonb({name: value}))]
-    try:  # `n:5` also matches the number 5, `flag:true` the boolean
+def _spelled(value: str) -> Any:
+    """The number or boolean a filter value spells (`n:5` also matches the number 5), else None."""
+    try:
         parsed = json.loads(value)
     except ValueError:
-        parsed = None
+        return None
     if isinstance(parsed, float) and not math.isfinite(parsed):
-        parsed = None  # `1e999`: no JSON number equals it
-    if parsed is not None and not isinstance(parsed, str):
-        options.append(R.c.metadata.op("@>")(_jsonb({name: parsed})))
-    return or_(*options)
+        return None  # `1e999`: no JSON number equals it
+    return None if parsed is None or isinstance(parsed, str) else parsed
 
 
-def tsquery(q: str) -> Any:
+def tsquery(q: Any) -> Any:
     return func.websearch_to_tsquery(literal("simple").op("::")(text("regconfig")), q)
 
 
@@ -148,31 +182,66 @@ def _pairs(values: list[str]) -> list[tuple[str, str]]:
     return [(name, value) for name, _, value in (v.partition(":") for v in values)]
 
 
-def filter_clauses(f: MemoryQuery, half_lives: Mapping[str, float]) -> list[ColumnElement[bool]]:
-    where: list[ColumnElement[bool]] = []
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """One filter: what its SQL depends on (`token`), the clause (its values as named parameters) and the values."""
+
+    token: Any
+    clause: Callable[[], ColumnElement[bool]]
+    params: dict[str, Any]
+
+
+def filters(f: MemoryQuery, half_lives: Mapping[str, float]) -> list[Filter]:
+    """The filters of `f`, each written once: for statements built per request (`filter_clauses`) and for those
+    built once per shape (the tokens are the shape, the params the values)."""
+    out: list[Filter] = []
+
+    def add(token: Any, clause: Callable[[], ColumnElement[bool]], **params: Any) -> None:
+        out.append(Filter(token, clause, params))
+
     if f.index_id is not None:
-        where.append(R.c.index_id == f.index_id)
+        add("index", lambda: R.c.index_id == bindparam("f_index", f.index_id, type_=Text), f_index=f.index_id)
     if f.type:
-        where.append(R.c.type.in_(f.type))
+        add("type", lambda: R.c.type == func.any(bindparam("f_types", list(f.type), type_=ARRAY(Text))),
+            f_types=list(f.type))
     if f.subject is not None:
-        where.append(R.c.subject == f.subject)
+        add("subject", lambda: R.c.subject == bindparam("f_subject", f.subject, type_=Text), f_subject=f.subject)
     if f.shared:
-        where.append(R.c.subject.is_(None))
-    where += [_metadata_has(k, v) for k, v in _pairs(f.metadata)]
-    where += [label_has(R.c.labels, k, v) for k, v in _pairs(f.label)]
+        add("shared", lambda: R.c.subject.is_(None))
+    for i, (name, value) in enumerate(_pairs(f.metadata)):
+        spelled = _spelled(value)
+        params = {f"f_meta{i}_s": {name: value}, **({f"f_meta{i}_n": {name: spelled}} if spelled is not None else {})}
+
+        def metadata_clause(params: dict[str, Any] = params) -> ColumnElement[bool]:
+            return or_(*[R.c.metadata.op("@>")(bindparam(key, doc, type_=JSONB)) for key, doc in params.items()])
+
+        add(("metadata", len(params)), metadata_clause, **params)
+    for i, (name, value) in enumerate(_pairs(f.label)):
+        def label_clause(name: str = name, value: str = value, param: str = f"f_label{i}") -> ColumnElement[bool]:
+            return label_has(R.c.labels, name, value, param)
+
+        add("label", label_clause, **{f"f_label{i}_s": {name: value}, f"f_label{i}_l": {name: [value]}})
     tags = [t.strip().lower() for t in f.tag if t.strip()]
     if tags:
-        where.append(R.c.tags.contains(tags))
-    if f.min_confidence is not None:
-        where.append(min_confidence_clause(half_lives, f.min_confidence))
+        add("tags", lambda: R.c.tags.op("@>")(bindparam("f_tags", tags, type_=ARRAY(Text))), f_tags=tags)
+    if f.min_confidence is not None and f.min_confidence > 0:
+        minimum = f.min_confidence
+        add("min", lambda: min_confidence_clause(half_lives, minimum, name="f_conf"),
+            **min_confidence_params(half_lives, minimum, "f_conf"))
     if f.after is not None:
-        where.append(R.c.created_at >= f.after)
+        add("after", lambda: R.c.created_at >= bindparam("f_after", f.after, type_=DateTime(timezone=True)),
+            f_after=f.after)
     if f.before is not None:
-        where.append(R.c.created_at < f.before)
+        add("before", lambda: R.c.created_at < bindparam("f_before", f.before, type_=DateTime(timezone=True)),
+            f_before=f.before)
     if not f.include_expired:
-        where.append(unexpired())
+        add("unexpired", unexpired)
     if not f.include_replaced:
-        where.append(R.c.status == "active")
+        add("active", lambda: R.c.status == "active")
     if f.q:
-        where.append(R.c.search.op("@@")(tsquery(f.q)))
-    return where
+        add("q", lambda: R.c.search.op("@@")(tsquery(bindparam("f_q", f.q, type_=Text))), f_q=f.q)
+    return out
+
+
+def filter_clauses(f: MemoryQuery, half_lives: Mapping[str, float]) -> list[ColumnElement[bool]]:
+    return [entry.clause() for entry in filters(f, half_lives)]

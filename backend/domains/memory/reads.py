@@ -55,9 +55,9 @@ def check_owner_filters(f: MemoryQuery) -> None:
                                param="shared", code="subject_and_shared")
 
 
-async def check_filters(ctx: RequestContext, f: MemoryQuery) -> dict[str, Any] | None:
+async def check_filters(ctx: RequestContext, f: MemoryQuery, *, read_index: bool = True) -> dict[str, Any] | None:
     """A read's filters: `subject` only for requests naming nobody and administrators; a named index must be
-    reachable (404 otherwise). Returns that index."""
+    reachable (404 otherwise). Returns that index; with `read_index` False the caller checks it (`index_seen`)."""
     scope = memory_scope(ctx)
     check_owner_filters(f)
     pairs(f.metadata, "metadata")
@@ -65,7 +65,15 @@ async def check_filters(ctx: RequestContext, f: MemoryQuery) -> dict[str, Any] |
     if f.subject is not None and ctx.person is not None and not ctx.is_admin:
         raise Forbidden("The `subject` filter is for requests that name nobody and for administrators.",
                         param="subject", code="subject_filter_forbidden")
-    return await indexes.reachable(ctx.db, scope, f.index_id) if f.index_id is not None else None
+    if f.index_id is None or not read_index:
+        return None
+    return await indexes.reachable(ctx.db, scope, f.index_id)
+
+
+async def index_seen(ctx: RequestContext, f: MemoryQuery, rows: Sequence[Any]) -> None:
+    """A page with rows of the named index proves the scope reaches it; only an empty page asks (404 if not)."""
+    if f.index_id is not None and not rows:
+        await indexes.reachable(ctx.db, ctx.scope, f.index_id)
 
 
 async def get(ctx: RequestContext, record_id: str, key_id: str | None = None) -> dict[str, Any]:
@@ -76,9 +84,10 @@ async def get(ctx: RequestContext, record_id: str, key_id: str | None = None) ->
 
 async def list_records(ctx: RequestContext, f: MemoryQuery, page: Page, key_id: str | None = None,
                        route: str = "GET /memory") -> tuple[list[dict[str, Any]], str | None]:
-    await check_filters(ctx, f)
+    await check_filters(ctx, f, read_index=False)  # one round trip fewer on the hottest read
     lives = await decay.half_lives_for(ctx, key_id)
     rows = await repo.list_page(ctx.db, ctx.scope, lives, f, page.after(str), page.fetch())
+    await index_seen(ctx, f, rows)
     rows, next_cursor = page.cut(rows, lambda row: row["id"])
     await audit_read(ctx, route, [row["id"] for row in rows], describe_filters(ctx, f))
     return rows, next_cursor

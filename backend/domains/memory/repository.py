@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
+    Boolean,
     ColumnElement,
+    DateTime,
     Float,
+    Integer,
+    Text,
     and_,
     bindparam,
     case,
@@ -19,24 +24,33 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    null,
     or_,
     select,
     text,
     union_all,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
+from backend.db.models import KnowledgeIndex, table_of
+from backend.db.prepared import Prepared
+from backend.domains.erasure import repository as erasure_repo
 from backend.domains.memory.expressions import (
+    ORG_PARAM,
+    PLAIN_COLUMNS,
     R,
     V,
     active_now,
     filter_clauses,
+    filters,
     label_has,
     readable,
     record_columns,
+    scope_params,
     tsquery,
 )
 from shared.schemas.memory import MemoryQuery
@@ -56,13 +70,36 @@ def _rows(result: Any) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in r._mapping.items()} for r in result.all()]
 
 
+# The hot reads (one record, the records a write just made, a page of GET /memory) are built once per shape and
+# run as driver SQL; the shape is what their SQL depends on, never a person's id or a filter's value.
+_statements: OrderedDict[tuple[Any, ...], Prepared] = OrderedDict()
+_STATEMENTS_KEPT = 512
+
+
+def _statement(shape: tuple[Any, ...], build: Callable[[], Any]) -> Prepared:
+    found = _statements.get(shape)
+    if found is None:
+        found = _statements[shape] = Prepared(build())
+        if len(_statements) > _STATEMENTS_KEPT:
+            _statements.popitem(last=False)
+    else:
+        _statements.move_to_end(shape)
+    return found
+
+
+def _lives(half_lives: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted(half_lives.items()))
+
+
 async def get(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], record_id: str, *,
               for_update: bool = False) -> dict[str, Any] | None:
-    query = select(*record_columns(scope, half_lives)).where(R.c.id == record_id, *readable(scope))
-    if for_update:
-        query = query.with_for_update(of=R)
-    rows = _rows(await db.execute(query))
-    return rows[0] if rows else None
+    def build() -> Any:
+        query = select(*record_columns(scope, half_lives, bound=True)).where(
+            R.c.id == bindparam("record_id", type_=Text), *readable(scope, bound=True))
+        return query.with_for_update(of=R) if for_update else query
+
+    statement = _statement(("get", scope.shape, _lives(half_lives), for_update), build)
+    return await statement.first(db, {**scope_params(scope), "record_id": record_id})
 
 
 async def get_many(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float],
@@ -70,17 +107,34 @@ async def get_many(db: AsyncSession, scope: Scope, half_lives: Mapping[str, floa
     """Records just written by this request, whatever the reader may see of others (partners stay scoped)."""
     if not ids:
         return []
-    query = select(*record_columns(scope, half_lives)).where(R.c.org_id == scope.org_id, R.c.id.in_(list(ids)))
-    by_id = {r["id"]: r for r in _rows(await db.execute(query))}
+
+    def build() -> Any:
+        return select(*record_columns(scope, half_lives, bound=True)).where(
+            R.c.org_id == bindparam(ORG_PARAM, type_=Text), R.c.id == func.any(bindparam("ids", type_=ARRAY(Text))))
+
+    statement = _statement(("get_many", scope.shape, _lives(half_lives)), build)
+    rows = await statement.all(db, {**scope_params(scope), "ids": list(ids)})
+    by_id = {r["id"]: r for r in rows}
     return [by_id[i] for i in ids if i in by_id]
 
 
 async def list_page(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: MemoryQuery,
                     after_id: str | None, limit: int) -> list[dict[str, Any]]:
-    query = select(*record_columns(scope, half_lives)).where(*readable(scope), *filter_clauses(f, half_lives))
-    if after_id:
-        query = query.where(R.c.id < after_id)
-    return _rows(await db.execute(query.order_by(R.c.id.desc()).limit(limit)))
+    """A page of `GET /memory`, newest first."""
+    found = filters(f, half_lives)
+
+    def build() -> Any:
+        query = select(*record_columns(scope, half_lives, bound=True)).where(
+            *readable(scope, bound=True), *[entry.clause() for entry in found])
+        if after_id:
+            query = query.where(R.c.id < bindparam("after_id", type_=Text))
+        return query.order_by(R.c.id.desc()).limit(bindparam("limit", type_=Integer))
+
+    shape = ("list", scope.shape, _lives(half_lives), tuple(entry.token for entry in found), bool(after_id))
+    params = {**scope_params(scope), "after_id": after_id, "limit": limit}
+    for entry in found:
+        params.update(entry.params)
+    return await _statement(shape, build).all(db, params)
 
 
 async def counts(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float],
@@ -182,6 +236,63 @@ async def versions(db: AsyncSession, org_id: str, record_id: str) -> list[dict[s
 
 
 # ---------------------------------------------------------------- writes
+
+IDX = table_of(KnowledgeIndex)
+FRESH_COLUMNS = ("org_id", "id", "index_id", "subject", "type", "text", "norm_hash", "metadata", "labels", "confidence",
+                 "source", "verified", "key", "tags", "priority", "expires_at", "commitment", "provenance")
+_COLUMN_TYPES: dict[str, Any] = {"metadata": JSONB, "labels": JSONB, "commitment": JSONB, "provenance": JSONB,
+                                 "tags": ARRAY(Text), "confidence": Float, "verified": Boolean,
+                                 "expires_at": DateTime(timezone=True)}
+_index_for_write: dict[frozenset[str] | None, Prepared] = {}
+
+
+async def index_for_write(db: AsyncSession, scope: Scope, index_id: str, lock_hashes: Sequence[str]
+                          ) -> dict[str, Any] | None:
+    """The index a write goes to, if the scope reaches it, and, in the same round trip, the shared side of the
+    erasure lock of each person the write names (MEM-19; `insert_fresh` then checks no erasure came first)."""
+    statement = _index_for_write.get(scope.indexes)
+    if statement is None:
+        if len(_index_for_write) > 512:
+            _index_for_write.clear()
+        org = bindparam("org_id", type_=Text)
+        statement = _index_for_write[scope.indexes] = Prepared(
+            select(IDX, erasure_repo.locked_shared(org, bindparam("hashes", type_=ARRAY(Text))).label("locked"))
+            .where(IDX.c.org_id == org, IDX.c.id == bindparam("index_id", type_=Text), scope.index_clause(IDX.c.id)))
+    row = await statement.first(db, {"org_id": scope.org_id, "index_id": index_id, "hashes": list(lock_hashes)})
+    if row is not None:
+        row.pop("locked")
+    return row
+
+
+def _build_insert_fresh() -> Any:
+    """One record and its first history version in one statement, refused (no row) when a person it names was
+    erased since this transaction began; answers the record as `record_columns` reads a record just written."""
+    org = bindparam("org_id", type_=Text)
+    values: Any = select(*[bindparam(name, type_=_COLUMN_TYPES.get(name, Text)) for name in FRESH_COLUMNS]).where(
+        erasure_repo.not_erased_since_now(org, bindparam("hashes", type_=ARRAY(Text))))
+    rec = insert(R).from_select(list(FRESH_COLUMNS), values).returning(*PLAIN_COLUMNS).cte("rec")
+    version = insert(V).from_select(
+        ["org_id", "record_id", "version", "at", "action", "actor_type", "actor_id", "partner_id", *VERSIONED],
+        select(rec.c.org_id, rec.c.id, rec.c.version, func.clock_timestamp(), literal("created"),
+               bindparam("actor_type", type_=Text), bindparam("actor_id", type_=Text), null(),
+               *[rec.c[name] for name in VERSIONED])).cte("version")
+    # Just written: no age, so the effective confidence is the stored one, and no partner yet.
+    return (select(*rec.c, cast(rec.c.confidence, Float).label("effective_confidence"),
+                   null().label("contested_with"), null().label("replaces"), null().label("replaced_by"))
+            .add_cte(version))
+
+
+_INSERT_FRESH = Prepared(_build_insert_fresh())
+
+
+async def insert_fresh(db: AsyncSession, values: Mapping[str, Any], *, actor_type: str, actor_id: str | None,
+                       people_hashes: Sequence[str]) -> dict[str, Any] | None:
+    """Write one new record with its history version; None when a person it names was erased meanwhile."""
+    params = {name: values[name] for name in FRESH_COLUMNS}
+    params.update({"hashes": list(people_hashes), "actor_type": actor_type, "actor_id": actor_id})
+    return await _INSERT_FRESH.first(db, params)
+
+
 
 async def find_by_key(db: AsyncSession, org_id: str, index_id: str, subject: str | None, type_: str,
                       key: str) -> dict[str, Any] | None:

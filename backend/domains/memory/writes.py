@@ -12,8 +12,9 @@ import msgspec
 
 from backend.access.context import RequestContext
 from backend.access.labels import check_labels
+from backend.domains.audit.service import subject_hash
 from backend.domains.erasure import guard as erasure
-from backend.domains.indexes import service as indexes
+from backend.domains.indexes import repository as indexes
 from backend.domains.memory import decay
 from backend.domains.memory import repository as repo
 from backend.domains.memory.rules import (
@@ -51,9 +52,18 @@ def _source(ctx: RequestContext) -> str:
     return "admin" if ctx.is_admin else "api"
 
 
+def _people(ctx: RequestContext, values: dict[str, Any]) -> list[str]:
+    """The keyed hashes of the people a record names (its owner, its `participants`), sorted: the locks a write
+    of it takes (MEM-19)."""
+    people = {values["subject"], *erasure.people_in_labels(values["labels"])} - {None}
+    return sorted(h for h in (subject_hash(ctx.settings.secret, ctx.org_id, p) for p in people) if h)
+
+
 async def prepare(ctx: RequestContext, body: MemoryCreate, *, source: str, prefix: str = "",
                   index_cache: dict[str, dict[str, Any]] | None = None,
-                  provenance: dict[str, Any] | None = None) -> Draft:
+                  provenance: dict[str, Any] | None = None, lock: bool = False) -> Draft:
+    """A validated draft of the record `body` asks for. With `lock`, the index is read together with the erasure
+    locks of the people the record names (`create`'s one round trip before its insert)."""
     scope = memory_scope(ctx)
     cache = index_cache if index_cache is not None else {}
     reject_nul(msgspec.to_builtins(body), prefix.rstrip("."))
@@ -63,8 +73,6 @@ async def prepare(ctx: RequestContext, body: MemoryCreate, *, source: str, prefi
                           "memory_record", param=f"{prefix}labels")
     tags = check_tags(body.tags, f"{prefix}tags") if body.tags is not msgspec.UNSET else []
     commitment = commitment_part(type_name, body.commitment, f"{prefix}commitment")
-    if body.index_id not in cache:
-        cache[body.index_id] = await indexes.reachable(ctx.db, scope, body.index_id, param=f"{prefix}index_id")
     given = {name for name in OPTIONAL_FIELDS if getattr(body, name) is not msgspec.UNSET}
     confidence = body.confidence if body.confidence is not msgspec.UNSET else DEFAULT_CONFIDENCE[source]
     values = {
@@ -76,6 +84,13 @@ async def prepare(ctx: RequestContext, body: MemoryCreate, *, source: str, prefi
         "expires_at": body.expires_at if body.expires_at is not msgspec.UNSET else None,
         "commitment": commitment, "provenance": provenance,
     }
+    if body.index_id not in cache:
+        found = (await repo.index_for_write(ctx.db, scope, body.index_id, _people(ctx, values)) if lock else
+                 await indexes.get(ctx.db, scope, body.index_id))
+        if found is None:
+            raise NotFound(f"No index {body.index_id!r} is reachable with this credential.",
+                           param=f"{prefix}index_id")
+        cache[body.index_id] = found
     return Draft(cache[body.index_id], values, given)
 
 
@@ -152,7 +167,18 @@ async def written(ctx: RequestContext, ids: Sequence[str]) -> list[dict[str, Any
 
 
 async def create(ctx: RequestContext, body: MemoryCreate) -> tuple[dict[str, Any], bool]:
-    item = await prepare(ctx, body, source=_source(ctx))
+    """MEM-4. A new record of an index that embeds nothing (the common write) takes two statements: the index
+    with the people's locks, then the record, its history version and the erasure check in one."""
+    item = await prepare(ctx, body, source=_source(ctx), lock=True)
+    v = item.values
+    if v["key"] is None and not item.index.get("embedding"):
+        check_write(ctx, v["subject"], v["labels"], detail={"index_id": v["index_id"], "type": v["type"],
+                                                           "position": 0})
+        row = await repo.insert_fresh(ctx.db, {**v, "id": new_id("mem")}, actor_type=ctx.actor.type,
+                                      actor_id=ctx.actor.id, people_hashes=_people(ctx, v))
+        if row is None:
+            raise erasure.erased_meanwhile()
+        return row, True
     ids, created = await write(ctx, [item])
     return (await written(ctx, ids))[0], created[0]
 
@@ -201,7 +227,7 @@ async def patch(ctx: RequestContext, record_id: str, body: MemoryPatch) -> dict[
     if "labels" in changes:
         await check_not_erased(ctx, erasure.people_in_labels(changes["labels"], current["labels"]))
     if "text" in changes:
-        index = await indexes.reachable(ctx.db, ctx.scope, current["index_id"])
+        index = await indexes.get(ctx.db, ctx.scope, current["index_id"]) or {}
         if index.get("embedding"):
             changes["embedding"] = (await embed(index, [changes["text"]]))[0]
     await repo.update_record(ctx.db, ctx.org_id, record_id, changes, touch=True, bump=True)
