@@ -61,6 +61,17 @@ ExportFormat = Literal["parquet", "csv", "ndjson"]
 QueryValue = str | int | float | bool | None | Sequence[str]
 
 
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(result: type[_T]) -> msgspec.json.Decoder[_T]:
+    """One decoder per answer type, built on first use (msgspec's perf tips: build decoders once)."""
+    found = _decoders.get(result)
+    if found is None:
+        found = _decoders[result] = msgspec.json.Decoder(result)
+    return found
+
+
 class ApiError(Exception):
     """An error answer of the API, or `api_unreachable` (status 0) when no answer came at all."""
 
@@ -77,7 +88,7 @@ class ApiError(Exception):
     @classmethod
     def from_response(cls, response: httpx.Response) -> ApiError:
         try:
-            body = msgspec.json.decode(response.content, type=ErrorBody)
+            body = _decoder(ErrorBody).decode(response.content)
         except (msgspec.DecodeError, msgspec.ValidationError):
             # Not our error shape (a proxy page, a crash before the handler): keep what can be said.
             text = response.text.strip()[:300] or response.reason_phrase
@@ -195,7 +206,7 @@ class CoreClient:
               body: Any = None) -> _T:
         response = self._send(method, path, params=params, body=body)
         try:
-            return msgspec.json.decode(response.content, type=result)
+            return _decoder(result).decode(response.content)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ApiError(response.status_code, "unexpected_response",
                            f"{method} {path} answered a body this client does not understand: {exc}") from exc
