@@ -75,6 +75,3 @@ def export_to_file(url: str, secret: str, kind: str, fmt: str, out: str, *, org_
             await engine.dispose()
 
     return asyncio.run(go())
-
-
-
