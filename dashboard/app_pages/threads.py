@@ -196,7 +196,8 @@ def summaries_tab(thread: ThreadOut) -> None:
         components.api_error(err, "read the summaries")
         return
     if summaries.is_empty():
-        components.empty_state("No summaries yet — compaction summaries are written by turns (TRN-6).")
+        components.empty_state("No summaries yet — a summary is written when a long conversation is compacted "
+                               "during its turns.")
         return
     st.dataframe(summaries, column_config=SUMMARY_COLUMNS, hide_index=True, key="threads_summaries")
     components.load_more("threads_summary_cursors", next_cursor, "summaries")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from dashboard import navigation
@@ -34,3 +35,21 @@ def test_dsh_11_every_registered_page_is_a_file_and_every_page_file_is_registere
     on_disk = {str(p.relative_to(DASHBOARD)) for p in (DASHBOARD / "app_pages").glob("*.py")}
     assert registered == on_disk
     assert len({page.url_path for page in navigation.all_pages()}) == len(registered)
+
+
+SPEC_ID = re.compile(r"\b(PLT|MEM|INJ|EXT|THR|TRN|DSH|EXP)-\d+")
+
+
+def test_house_rule_13_page_text_names_no_spec_ids() -> None:
+    """Administrators read plain words: no string a page shows (docstrings aside) cites a requirement id."""
+    found = []
+    for path in sorted([*(DASHBOARD / "app_pages").glob("*.py"), DASHBOARD / "components.py",
+                        DASHBOARD / "streamlit_app.py"]):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        found += [f"{path.name}:{node.lineno}: {node.value}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                  and SPEC_ID.search(node.value)]
+    assert found == []

@@ -248,7 +248,8 @@ def test_dsh_7_a_selected_thread_shows_items_with_writers_state_and_no_summaries
     assert not has_table(app, "items")  # only the open tab runs
 
     detail_tab(app, "Summaries")
-    assert "No summaries yet — compaction summaries are written by turns (TRN-6)." in infos(app)
+    assert ("No summaries yet — a summary is written when a long conversation is compacted during its turns."
+            in infos(app))
 
     # What the banner says: the administrator's reads are in the audit trail as thread.read.
     events = admin_client.audit(AuditQuery(action=["thread.read"]), limit=50).data
