@@ -13,16 +13,12 @@ answers 401 when no usable key matches (the benchmark counts every non-2xx answe
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
-import re
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from datetime import date, datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import msgspec
 from litestar import Litestar, Request, Response, get, post
@@ -30,12 +26,12 @@ from litestar.datastructures import State
 from sqlalchemy import text
 
 from backend.db.engine import make_engine, make_sessionmaker
-from backend.ids import new_id
 
-# ts_headline's markers and options as GET /thread-items asks for them (the answer is compared before measuring).
-START, STOP = "\ue000", "\ue001"
-HEADLINE_OPTIONS = (f"StartSel={START}, StopSel={STOP}, MaxWords=30, MinWords=20, ShortWord=0, HighlightAll=false, "
-                    "MaxFragments=0")
+# ts_headline's options and the snippets' post-processing are the route's own: the baseline differs in SQL only.
+from backend.domains.threads.search import HEADLINE_OPTIONS, highlighted, local_date
+from backend.ids import new_id
+from backend.params import encode_cursor
+
 SEARCH_PAGE = 20
 
 # The key, usable: not revoked, not expired. Every statement below starts with it.
@@ -123,7 +119,6 @@ ORDER BY h.created_at DESC, h.id DESC
 
 STATEMENTS = {"key": KEY_SQL, "memory": MEMORY_SQL, "write": WRITE_SQL, "search": SEARCH_SQL}
 _key_sql, _memory_sql, _write_sql, _search_sql = (text(s) for s in (KEY_SQL, MEMORY_SQL, WRITE_SQL, SEARCH_SQL))
-_MARKERS = re.compile(f"([{START}{STOP}])")
 
 
 def _unauthorized() -> Response[Any]:
@@ -139,39 +134,6 @@ def _secret_hash(request: Request[Any, Any, Any]) -> str:
 def _person(request: Request[Any, Any, Any]) -> str | None:
     raw = request.headers.get("x-core-subject")
     return str(json.loads(raw)["id"]) if raw else None
-
-
-def _cursor(value: Any) -> str:
-    return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def _marked(headline: str) -> tuple[str, list[dict[str, int]]]:
-    """The snippet without ts_headline's markers, and each marked run's [start, end) in UTF-16 code units
-    (marked words with only white space between them are one run, as the route answers)."""
-    out: list[str] = []
-    spans: list[dict[str, int]] = []
-    units, start, joined = 0, None, False
-    for piece in _MARKERS.split(headline):
-        if piece == START:
-            start = units
-        elif piece == STOP:
-            if start is not None and units > start:
-                if spans and joined:
-                    spans[-1]["end"] = units
-                else:
-                    spans.append({"start": start, "end": units})
-                joined = True
-            start = None
-        elif piece:
-            if start is None and not piece.isspace():
-                joined = False
-            out.append(piece)
-            units += len(piece) if piece.isascii() else len(piece.encode("utf-16-le", "surrogatepass")) // 2
-    return "".join(out), spans
-
-
-def _local_date(instant: datetime, tz: str) -> date:
-    return instant.astimezone(ZoneInfo(tz)).date()
 
 
 @asynccontextmanager
@@ -220,7 +182,7 @@ async def memory(request: Request[Any, Any, Any], state: State, index_id: str, l
     records = [dict(r) for r in rows if r["id"] is not None]
     more = len(records) > limit
     records = records[:limit]
-    return {"data": records, "next_cursor": _cursor(records[-1]["id"]) if more else None}
+    return {"data": records, "next_cursor": encode_cursor(records[-1]["id"]) if more else None}
 
 
 @get("/thread-items")
@@ -237,15 +199,16 @@ async def thread_items(request: Request[Any, Any, Any], state: State, q: str) ->
     if len(hits) > SEARCH_PAGE:
         hits = hits[:SEARCH_PAGE]
         last = hits[-1]
-        next_cursor = _cursor({"u": last["created_at"].isoformat(), "i": last["id"], "l": first["lower"].isoformat()})
-        searched_to = _local_date(last["created_at"], first["tz"])
+        next_cursor = encode_cursor({"u": last["created_at"].isoformat(), "i": last["id"],
+                                     "l": first["lower"].isoformat()})
+        searched_to = local_date(last["created_at"], first["tz"])
     else:
-        searched_to = _local_date(first["lower"], first["tz"])
+        searched_to = local_date(first["lower"], first["tz"])
         if first["older"]:
-            next_cursor = _cursor({"u": first["lower"].isoformat()})
+            next_cursor = encode_cursor({"u": first["lower"].isoformat()})
     data = []
     for h in hits:
-        snippet, spans = _marked(h["headline"])
+        snippet, spans = highlighted(h["headline"])
         data.append({"thread_id": h["thread_id"], "item_id": h["id"], "type": h["type"], "role": h["role"],
                      "subject": h["subject"], "created_at": h["created_at"], "snippet": snippet, "highlights": spans,
                      "metadata": None, "metadata_by": None})

@@ -46,6 +46,7 @@ class Draft:
     values: dict[str, Any]
     given: set[str] = field(default_factory=set)
     vector: list[float] | None = None
+    locked: list[str] = field(default_factory=list)  # people whose erasure locks `prepare(lock=True)` took
 
 
 def _source(ctx: RequestContext) -> str:
@@ -84,14 +85,15 @@ async def prepare(ctx: RequestContext, body: MemoryCreate, *, source: str, prefi
         "expires_at": body.expires_at if body.expires_at is not msgspec.UNSET else None,
         "commitment": commitment, "provenance": provenance,
     }
+    locked = _people(ctx, values) if lock else []
     if body.index_id not in cache:
-        found = (await repo.index_for_write(ctx.db, scope, body.index_id, _people(ctx, values)) if lock else
+        found = (await repo.index_for_write(ctx.db, scope, body.index_id, locked) if lock else
                  await indexes.get(ctx.db, scope, body.index_id))
         if found is None:
             raise NotFound(f"No index {body.index_id!r} is reachable with this credential.",
                            param=f"{prefix}index_id")
         cache[body.index_id] = found
-    return Draft(cache[body.index_id], values, given)
+    return Draft(cache[body.index_id], values, given, locked=locked)
 
 
 async def write(ctx: RequestContext, items: list[Draft], *, started_at: datetime | None = None,
@@ -175,7 +177,7 @@ async def create(ctx: RequestContext, body: MemoryCreate) -> tuple[dict[str, Any
         check_write(ctx, v["subject"], v["labels"], detail={"index_id": v["index_id"], "type": v["type"],
                                                            "position": 0})
         row = await repo.insert_fresh(ctx.db, {**v, "id": new_id("mem")}, actor_type=ctx.actor.type,
-                                      actor_id=ctx.actor.id, people_hashes=_people(ctx, v))
+                                      actor_id=ctx.actor.id, people_hashes=item.locked)
         if row is None:
             raise erasure.erased_meanwhile()
         return row, True
