@@ -57,9 +57,6 @@ def query_dependency(struct: type[S]) -> Callable[..., Any]:
 
     async def provide(**given: Any) -> S:
         sent = {f.encode_name: given[f.name] for f in fields if given.get(f.name) is not None}
-        for f in fields:
-            if _is_list(f.type) and f.encode_name in sent and not isinstance(sent[f.encode_name], list):
-                sent[f.encode_name] = [sent[f.encode_name]]
         try:
             return msgspec.convert(sent, struct, strict=False)
         except msgspec.ValidationError as exc:
@@ -72,12 +69,6 @@ def query_dependency(struct: type[S]) -> Callable[..., Any]:
     provide.__annotations__ = {**annotations, "return": struct}
     provide.__name__ = f"provide_{struct.__name__}"
     return provide
-
-
-def _is_list(annotation: Any) -> bool:
-    if get_origin(annotation) is Annotated:
-        return _is_list(get_args(annotation)[0])
-    return get_origin(annotation) is list
 
 
 def pairs(values: Sequence[str], param: str) -> list[tuple[str, str]]:

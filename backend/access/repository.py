@@ -28,7 +28,7 @@ def _split(row: dict[str, Any] | None, *prefixes: str) -> list[dict[str, Any] | 
     parts = []
     for prefix in prefixes:
         part = {name[len(prefix):]: value for name, value in row.items() if name.startswith(prefix)}
-        parts.append(part if part.get("id", part.get("token_hash")) is not None else None)
+        parts.append(part if part.get("id") is not None else None)
     return parts
 
 
