@@ -1,0 +1,61 @@
+"""The `coremem` command group and what its subcommands share (PLT-19)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import click
+
+from backend.config import get_settings
+
+T = TypeVar("T")
+DEMO_ORG = "Demo"
+DEMO_ADMIN = "admin@demo.local"
+DASHBOARD_PORT = 8501
+
+
+def database_url() -> str:
+    from backend.app import resolve_database_url
+
+    return resolve_database_url(get_settings())
+
+
+def with_session(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Run `work(session)` in one transaction on a fresh engine."""
+    from backend.db.engine import make_engine, make_sessionmaker
+
+    async def go() -> T:
+        engine = make_engine(url, pool_size=2)
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                return await work(session)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(go())
+
+
+@click.group()
+def main() -> None:
+    """coremem: memory and conversation threads for LLM applications."""
+
+
+
+def progress_bar(total: int, label: str = "export") -> Any:
+    """A rich bar on a terminal: rows done of the rows counted, rate and elapsed time; returns (bar, task)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            return Text(f"{task.speed or 0:,.0f} rows/s")
+
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), Rate(),
+                   TimeElapsedColumn())
+    task = bar.add_task(label, total=total)
+    bar.start()
+    return bar, task
+
+
