@@ -22,11 +22,13 @@ from backend.domains.exports.controller import ExportController
 from backend.domains.indexes.controller import IndexController
 from backend.domains.keys.controller import KeyController, OwnKeyController
 from backend.domains.memory.controller import MemoryController
+from backend.domains.models.controller import AdminModelController, ModelController
 from backend.domains.orgs.controller import AdminController, OrgController
 from backend.domains.stores.controller import StoreController
 from backend.domains.subjects.controller import SubjectController
 from backend.domains.threads.controller import ThreadController, ThreadItemSearchController
 from backend.domains.tools.controller import ToolController
+from backend.domains.usage.controller import UsageController
 from backend.errors import ApiError
 from backend.http import (
     handle_api_error,
@@ -97,7 +99,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
         route_handlers=[health, ready, AdminController, OrgController, KeyController, OwnKeyController,
                         IndexController, AuditController, StoreController, ThreadController,
                         ThreadItemSearchController, ExportController, MemoryController, ToolController,
-                        SubjectController],
+                        SubjectController, ModelController, AdminModelController, UsageController],
         dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page)},
         before_request=refuse_nul_in_url,
         exception_handlers={

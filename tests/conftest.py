@@ -143,3 +143,34 @@ def live_api(settings: Settings, database_url: str) -> Iterator[str]:
     yield base
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def model_server() -> Iterator[Any]:
+    """The scripted OpenAI-compatible server (tests/model_server.py), once per session on a loopback port."""
+    import uvicorn
+
+    from tests.model_server import ScriptedModel
+
+    app = ScriptedModel()
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    app.url = f"http://127.0.0.1:{port}/v1"
+    yield app
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture
+def scripted(model_server: Any, org: Org) -> Any:
+    """The scripted server, emptied, and offered to `org` as the model `scripted`."""
+    model_server.reset()
+    response = org.client.post("/admin/models", headers=org.admin,
+                               json={"id": "scripted", "provider": "openai_compatible", "base_url": model_server.url})
+    assert response.status_code == 201, response.text
+    return model_server

@@ -98,9 +98,10 @@ class RequestContext:
 
     async def audit(self, action: str, *, object_type: str | None = None, object_id: str | None = None,
                     detail: dict[str, Any] | None = None, subject_id: str | None = None,
-                    outcome: str = "allowed") -> str:
-        """Append an event in this request's transaction (PLT-12); a person is named only by her keyed hash."""
-        return await self._audit(self.db, org_id=self.org_id, actor=self.actor, action=action,
+                    outcome: str = "allowed", org_id: str | None = None) -> str:
+        """Append an event in this request's transaction (PLT-12); a person is named only by her keyed hash.
+        `org_id` names another trail than the request's (an operator acting on an organisation she named)."""
+        return await self._audit(self.db, org_id=org_id or self.org_id, actor=self.actor, action=action,
                                  secret=self.settings.secret, subject_id=subject_id, object_type=object_type,
                                  object_id=object_id, outcome=outcome, detail=detail)
 

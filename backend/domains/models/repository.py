@@ -1,0 +1,44 @@
+"""SQL of the model registry (EXT-1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, or_, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.models import table_of
+from backend.db.models_turns import OfferedModel
+
+T = table_of(OfferedModel)
+EVERY_ORG = ""
+
+
+async def offered(db: AsyncSession, org_id: str) -> list[dict[str, Any]]:
+    """Models offered to the organisation; its own entry wins over an every-organisation one of the same id."""
+    rows = (await db.execute(select(T).where(or_(T.c.org_id == org_id, T.c.org_id == EVERY_ORG))
+                             .order_by(T.c.id, T.c.org_id.desc()))).mappings().all()
+    chosen: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        chosen.setdefault(row["id"], dict(row))
+    return list(chosen.values())
+
+
+async def find(db: AsyncSession, org_id: str, model_id: str) -> dict[str, Any] | None:
+    row = (await db.execute(select(T).where(T.c.id == model_id, or_(T.c.org_id == org_id, T.c.org_id == EVERY_ORG))
+                            .order_by(T.c.org_id.desc()).limit(1))).mappings().first()
+    return dict(row) if row else None
+
+
+async def upsert(db: AsyncSession, values: dict[str, Any]) -> dict[str, Any]:
+    statement = insert(T).values(**values)
+    statement = statement.on_conflict_do_update(
+        index_elements=[T.c.org_id, T.c.id],
+        set_={c: statement.excluded[c] for c in ("provider", "base_url", "api_key_env", "model")})
+    return dict((await db.execute(statement.returning(T))).mappings().one())
+
+
+async def remove(db: AsyncSession, org_id: str, model_id: str) -> bool:
+    result = await db.execute(delete(T).where(T.c.org_id == org_id, T.c.id == model_id).returning(T.c.id))
+    return result.first() is not None

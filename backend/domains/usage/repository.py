@@ -1,0 +1,35 @@
+"""SQL of usage metering (PLT-18): one row per model call, summed by day, key and model."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from sqlalchemy import Date, cast, func, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.models import table_of
+from backend.db.models_turns import UsageEvent
+
+T = table_of(UsageEvent)
+
+
+async def record(db: AsyncSession, *, org_id: str, model: str, input_tokens: int, output_tokens: int,
+                 key_id: str | None = None, response_id: str | None = None, job: str | None = None) -> None:
+    await db.execute(insert(T).values(org_id=org_id, key_id=key_id, response_id=response_id, job=job, model=model,
+                                      input_tokens=input_tokens, output_tokens=output_tokens))
+
+
+async def per_day(db: AsyncSession, org_id: str, zone: str, start: date, end: date,
+                  key_id: str | None) -> list[dict[str, Any]]:
+    """Totals per day (in the organisation's zone), key and model over [start, end]."""
+    day = cast(func.timezone(zone, T.c.created_at), Date).label("day")
+    lower = func.timezone(zone, datetime.combine(start, time.min))
+    upper = func.timezone(zone, datetime.combine(end + timedelta(days=1), time.min))
+    statement = (select(day, T.c.key_id, T.c.model, func.sum(T.c.input_tokens).label("input_tokens"),
+                        func.sum(T.c.output_tokens).label("output_tokens"), func.count().label("calls"))
+                 .where(T.c.org_id == org_id, T.c.created_at >= lower, T.c.created_at < upper)
+                 .group_by(day, T.c.key_id, T.c.model).order_by(day, T.c.key_id, T.c.model))
+    if key_id is not None:
+        statement = statement.where(T.c.key_id == key_id)
+    return [dict(r) for r in (await db.execute(statement)).mappings()]

@@ -1,0 +1,164 @@
+"""Chat models behind one call (EXT-1): `openai_compatible` servers through the `openai` SDK, and `replay`.
+
+Messages are in the chat-completions shape every OpenAI-compatible server speaks (vLLM, llama.cpp, Ollama,
+OpenAI): `{"role", "content", "tool_calls"?, "tool_call_id"?}`. Turns, compaction and extraction all call
+`complete()`; none of them knows which provider answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from backend.providers import replay
+
+PROVIDERS = ("openai_compatible", "replay")
+# The SDK wants some key even for keyless local servers (vLLM, llama.cpp, Ollama).
+_KEYLESS = "not-needed"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """An offered model: `id` is what requests name, `model` what the server is sent."""
+
+    id: str
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    org_id: str = ""  # '' = offered to every organisation
+
+    @property
+    def label(self) -> str:
+        if self.provider == "replay":
+            return "recorded answers (replay), not a live model"
+        return f"OpenAI-compatible server at {self.base_url}"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, as the model wrote it (it may not parse)
+
+
+@dataclass
+class ChatAnswer:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_ms: float = 0.0
+    finish_reason: str | None = None
+
+
+class ModelError(Exception):
+    """The model could not answer. `code`: model_timeout | model_unavailable | model_error | rate_limited |
+    invalid_model_output. Tokens a failed call still spent are in `input_tokens`/`output_tokens`."""
+
+    def __init__(self, code: str, message: str, *, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    timeout_seconds: float = 60.0
+    max_retries: int = 2  # the SDK retries 408/409/429/5xx and connection errors with backoff, honouring Retry-After
+    response_format: Mapping[str, Any] | None = None
+    temperature: float | None = None
+
+
+# Per event loop: an SDK client's connection pool belongs to the loop that opened it.
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
+
+
+def _client(spec: ModelSpec, options: CallOptions) -> Any:
+    """One SDK client (and its connection pool) per server, key and retry policy, for the life of the loop."""
+    from openai import AsyncOpenAI
+
+    key = (os.environ.get(spec.api_key_env) if spec.api_key_env else None) or _KEYLESS
+    cache_key = (spec.base_url, key, options.timeout_seconds, options.max_retries)
+    clients = _clients.setdefault(asyncio.get_running_loop(), {})
+    client = clients.get(cache_key)
+    if client is None:
+        client = clients[cache_key] = AsyncOpenAI(base_url=spec.base_url, api_key=key,
+                                                  timeout=options.timeout_seconds, max_retries=options.max_retries)
+    return client
+
+
+async def complete(spec: ModelSpec, messages: Sequence[Mapping[str, Any]], *,
+                   tools: Sequence[Mapping[str, Any]] = (), options: CallOptions | None = None) -> ChatAnswer:
+    """One chat completion; raises ModelError, never the SDK's exceptions."""
+    options = options or CallOptions()
+    started = time.perf_counter()
+    if spec.provider == "replay":
+        answer = replay.answer(spec.model, messages, tools)
+        result = ChatAnswer(answer.content, [ToolCall(c.id, c.name, c.arguments) for c in answer.tool_calls],
+                            answer.input_tokens, answer.output_tokens, finish_reason=answer.finish_reason)
+    elif spec.provider == "openai_compatible":
+        result = await _openai_compatible(spec, messages, tools, options)
+    else:
+        raise ModelError("model_unavailable", f"The model {spec.id!r} names an unknown provider {spec.provider!r}.")
+    result.model_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
+async def _openai_compatible(spec: ModelSpec, messages: Sequence[Mapping[str, Any]],
+                             tools: Sequence[Mapping[str, Any]], options: CallOptions) -> ChatAnswer:
+    import openai
+
+    request: dict[str, Any] = {"model": spec.model, "messages": list(messages)}
+    if tools:
+        request["tools"] = list(tools)
+    if options.response_format is not None:
+        request["response_format"] = dict(options.response_format)
+    if options.temperature is not None:
+        request["temperature"] = options.temperature
+    try:
+        completion = await _client(spec, options).chat.completions.create(**request)
+    except openai.APITimeoutError as exc:
+        raise ModelError("model_timeout", f"The model {spec.id!r} did not answer within "
+                         f"{options.timeout_seconds:g} s.") from exc
+    except openai.APIConnectionError as exc:
+        raise ModelError("model_unavailable", f"The model server of {spec.id!r} could not be reached "
+                         f"({spec.base_url}).") from exc
+    except openai.RateLimitError as exc:
+        raise ModelError("rate_limited", f"The model server of {spec.id!r} kept refusing with 429 (rate "
+                         "limited) after the retries.") from exc
+    except openai.APIStatusError as exc:
+        raise ModelError("model_error", f"The model server of {spec.id!r} answered HTTP {exc.status_code}.") from exc
+    except (openai.OpenAIError, ValueError, json.JSONDecodeError) as exc:
+        raise ModelError("invalid_model_output", f"The model server of {spec.id!r} sent an answer that is not "
+                         f"a chat completion ({type(exc).__name__}).") from exc
+    return _parse(spec, completion)
+
+
+def _parse(spec: ModelSpec, completion: Any) -> ChatAnswer:
+    usage = getattr(completion, "usage", None)
+    spent = {"input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+             "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0)}
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise ModelError("invalid_model_output", f"The model {spec.id!r} answered without a choice.", **spent)
+    message = choices[0].message
+    calls: list[ToolCall] = []
+    for call in message.tool_calls or []:
+        function = getattr(call, "function", None)
+        if function is None or not function.name:
+            raise ModelError("invalid_model_output", f"The model {spec.id!r} sent a tool call without a name.",
+                             **spent)
+        calls.append(ToolCall(call.id or f"call_{len(calls)}", function.name, function.arguments or "{}"))
+    if message.content is None and not calls:
+        raise ModelError("invalid_model_output", f"The model {spec.id!r} answered neither text nor a tool call.",
+                         **spent)
+    return ChatAnswer(message.content, calls, finish_reason=choices[0].finish_reason, **spent)
