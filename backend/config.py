@@ -41,6 +41,9 @@ class Settings:
     injection_max_budget_tokens: int = 8000
     log_level: str = "INFO"
     access_log: bool = False  # a log line per request costs a tenth of a fast request; on for debugging
+    model_timeout_seconds: float = 60.0
+    model_max_retries: int = 2
+    turn_max_tool_rounds: int = 8
 
     def with_overrides(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -63,6 +66,9 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         injection_max_budget_tokens=int(env.get("CORE_INJECTION_MAX_BUDGET_TOKENS", "8000")),
         log_level=env.get("CORE_LOG_LEVEL", "INFO"),
         access_log=_bool(env.get("CORE_ACCESS_LOG")),
+        model_timeout_seconds=float(env.get("CORE_MODEL_TIMEOUT_SECONDS", "60")),
+        model_max_retries=int(env.get("CORE_MODEL_MAX_RETRIES", "2")),
+        turn_max_tool_rounds=int(env.get("CORE_TURN_MAX_TOOL_ROUNDS", "8")),
     )
 
 

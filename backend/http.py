@@ -42,6 +42,29 @@ async def provide_context(request: Request[Any, Any, Any], state: State) -> Asyn
             path_org_id=request.path_params.get("org_id"))
 
 
+async def provide_turn_context(request: Request[Any, Any, Any], state: State
+                               ) -> AsyncGenerator[RequestContext, None]:
+    """The context of a turn, whose route commits between its steps (it never holds a transaction while a model
+    thinks): the session is not wrapped in one transaction; whatever is open at the end commits, or rolls back
+    when the route raises."""
+    headers = request.headers
+    session: AsyncSession = state.sessionmaker()
+    try:
+        yield await contexts.for_credential(
+            session, state.settings, authorization=headers.get("authorization"),
+            subject_header=headers.get(SUBJECT_HEADER), org_header=headers.get(ORG_HEADER))
+        await session.commit()
+    except PolicyDenied as denied:
+        await session.rollback()
+        await _keep_denied_event(state, denied)
+        raise
+    except BaseException:
+        await session.rollback()
+        raise
+    finally:
+        await session.close()
+
+
 @asynccontextmanager
 async def _transaction(state: State) -> AsyncIterator[AsyncSession]:
     """Commit when the handler returns, roll back when it raises; a policy refusal still keeps its `denied`

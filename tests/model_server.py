@@ -27,6 +27,7 @@ class Step:
     raw: bytes | None = None  # sent as is (malformed answers)
     delay: float = 0.0
     usage: tuple[int, int] = (11, 7)
+    before: Any = None  # called (in a worker thread) when the request arrives, before answering
 
 
 class ScriptedModel:
@@ -53,8 +54,9 @@ class ScriptedModel:
             self.embedding_requests.clear()
 
     def reply(self, content: str | None = None, *, tool_calls: list[tuple[str, dict[str, Any] | str]] | None = None,
-              usage: tuple[int, int] = (11, 7), delay: float = 0.0) -> ScriptedModel:
-        self.steps.append(Step(content=content, tool_calls=tool_calls or [], usage=usage, delay=delay))
+              usage: tuple[int, int] = (11, 7), delay: float = 0.0, before: Any = None) -> ScriptedModel:
+        self.steps.append(Step(content=content, tool_calls=tool_calls or [], usage=usage, delay=delay,
+                               before=before))
         return self
 
     def fail(self, status: int, *, headers: dict[str, str] | None = None, body: dict[str, Any] | None = None
@@ -112,6 +114,8 @@ class ScriptedModel:
             await _send(send, 404, b'{"error": {"message": "no such route"}}')
 
     async def _chat(self, payload: dict[str, Any], step: Step, send: Any) -> None:
+        if step.before is not None:
+            await asyncio.to_thread(step.before)
         if step.delay:
             await asyncio.sleep(step.delay)
         if step.raw is not None:

@@ -44,11 +44,11 @@ class Response(Base):
     agent_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
     model: Mapped[str | None] = mapped_column(Text, nullable=True)
     status: Mapped[str] = mapped_column(Text, nullable=False)  # in_progress | completed | failed
-    output: Mapped[list[Any] | None] = mapped_column(JSONB, nullable=True)
+    output: Mapped[list[Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     usage: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default="{}")
-    error: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
-    trace: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
-    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONB, nullable=True)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
+    trace: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONB(none_as_null=True), nullable=True)
     # TRN-8: the caller's Idempotency-Key (per key or administrator) and a digest of the body it came with.
     idempotency_owner: Mapped[str | None] = mapped_column(Text, nullable=True)
     idempotency_key: Mapped[str | None] = mapped_column(Text, nullable=True)

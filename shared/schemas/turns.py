@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from shared.schemas.common import Model
+from shared.schemas.common import JSONObject, Model
 
 ModelId = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@-]*$")]
 Provider = Literal["openai_compatible", "replay"]
@@ -69,3 +69,75 @@ class UsageReport(Model):
     by_key: dict[str, UsageTotals]
     next_cursor: str | None = None
 
+
+
+# ---------------------------------------------------------------- turns (TRN-1, TRN-3)
+
+class PlatformTool(Model, tag_field="type", tag="tool"):
+    """A tool the platform runs: `memory__<index_id>__search|write` or `builtin__update_working_state`."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+
+
+class FunctionTool(Model, tag_field="type", tag="function"):
+    """A client function in the OpenAI Responses shape: the caller runs it and sends its output back."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
+    parameters: JSONObject = msgspec.field(default_factory=lambda: {"type": "object", "properties": {}})
+    description: Annotated[str, msgspec.Meta(max_length=4000)] | None = None
+    strict: bool | None = None
+
+
+TurnTool = PlatformTool | FunctionTool
+
+
+class ResponseCreate(Model):
+    """POST /responses. `input` is text or items; items without `type` but with `role` are messages (the
+    OpenAI shorthand)."""
+
+    input: str | list[JSONObject]
+    model: ModelId | None = None
+    agent_id: str | None = None
+    instructions: Annotated[str, msgspec.Meta(max_length=100_000)] | None = None
+    previous_response_id: str | None = None
+    thread_id: str | None = None
+    conversation: str | JSONObject | None = None
+    store: bool = True
+    tools: Annotated[list[TurnTool], msgspec.Meta(max_length=128)] = []
+    user: str | None = None
+    timezone: str | None = None
+    working_state_from: str | None = None
+    metadata: dict[str, str] | None = None
+    stream: bool = False
+    temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] | None = None
+    max_output_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
+class ResponseError(Model):
+    code: str
+    message: str
+
+
+class ResponseUsage(Model):
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+class ResponseOut(Model, kw_only=True):
+    id: str
+    object: str = "response"
+    status: Literal["in_progress", "completed", "failed"]
+    thread_id: str | None
+    model: str | None
+    agent_id: str | None = None
+    agent_version: int | None = None
+    output: list[JSONObject]
+    output_text: str = ""
+    usage: ResponseUsage
+    error: ResponseError | None = None
+    metadata: dict[str, str] | None = None
+    trace_id: str | None = None
+    created_at: datetime
+    completed_at: datetime | None = None
+    trace: JSONObject | None = None

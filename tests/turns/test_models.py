@@ -74,7 +74,7 @@ def test_ext_1_cli_adds_for_every_organisation_and_an_organisation_entry_wins(
     assert client.get("/models", headers=org.full).json()["data"][0]["provider"] == "replay"
     assert client.get("/models", headers=other_org.full).json()["data"][0]["provider"] == "openai_compatible"
     bad = cli("add", "x", "--provider", "openai_compatible")
-    assert bad.returncode != 0 and "base_url" in bad.stderr + bad.stdout or "--base-url" in bad.stderr
+    assert (bad.returncode != 0 and "base_url" in bad.stderr + bad.stdout) or "--base-url" in bad.stderr
     assert cli("remove", "shared-llm").returncode == 0
     assert client.get("/models", headers=other_org.full).json()["data"] == []
     assert cli("remove", "shared-llm").returncode == 1

@@ -124,11 +124,18 @@ async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], ch
     return Built(block, empty, block_cfg.index_id, budget, filtered, truncated)
 
 
-async def for_turn(ctx: RequestContext, *, agent_block: Any | None, turn_input: str | None) -> Built:
-    """What a turn injects; the injected records' recall counts go up (never on a preview)."""
+async def for_turn(ctx: RequestContext, *, agent_block: Any | None, turn_input: str | None,
+                   bump: bool = True) -> Built:
+    """What a turn injects; the injected records' recall counts go up (never on a preview). A turn that calls a
+    model passes `bump=False` and calls `count_recalls` when it completes, so no row lock waits on the model."""
     built = await build(ctx.db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key),
                         choose_block(ctx.principal, ctx.scope, agent_block), turn_input=turn_input,
                         max_budget=ctx.settings.injection_max_budget_tokens)
+    if bump:
+        await count_recalls(ctx, built)
+    return built
+
+
+async def count_recalls(ctx: RequestContext, built: Built) -> None:
     if built.block and built.block.injected_ids:
         await memory_repo.bump_recall(ctx.db, ctx.org_id, built.block.injected_ids)
-    return built

@@ -16,10 +16,11 @@ from backend.domains.audit import service as audit
 from backend.domains.erasure import repository as erasure_repo
 from backend.domains.memory import repository as memory_repo
 from backend.domains.threads.repository import erase_subject as erase_subject_threads
+from backend.domains.turns.repository import erase_subject as erase_subject_turns
 from backend.errors import Forbidden
 
 Eraser = Callable[[AsyncSession, str, str], Awaitable[dict[str, int]]]
-ERASERS: list[Eraser] = [memory_repo.erase_subject, erase_subject_threads]
+ERASERS: list[Eraser] = [memory_repo.erase_subject, erase_subject_threads, erase_subject_turns]
 
 
 def register_eraser(eraser: Eraser) -> None:

@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.scope import Scope
 from backend.db.models import Org, table_of
 from backend.db.models_threads import Thread, ThreadItem, ThreadItemNote, ThreadState, ThreadSummary
+from backend.domains.turns import repository as turns_repo
 from shared.schemas.threads import ThreadQuery
 
 T = table_of(Thread)
@@ -151,6 +152,7 @@ async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> None:
     await db.execute(delete(I).where(I.c.org_id == org_id, I.c.thread_id == thread_id))
     await db.execute(update(T).where(T.c.org_id == org_id, T.c.id == thread_id)
                      .values({"metadata": {}, "labels": {}, "deleted_at": func.now(), "updated_at": func.now()}))
+    await turns_repo.forget_thread(db, org_id, thread_id)
 
 
 # ---------------------------------------------------------------- items

@@ -113,7 +113,7 @@ def _check_writable(ctx: RequestContext, labels: dict[str, Any], before: dict[st
                        detail={"label": name, "refused_count": len(refused)})
 
 
-def _message_text(content: Any) -> str:
+def message_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     parts = [getattr(p, "text", None) or getattr(p, "refusal", None) for p in content]
@@ -138,7 +138,7 @@ def item_rows(ctx: RequestContext, thread_id: str, items: list[ItemIn], first: i
         role: str | None = None
         text: str | None = None
         if isinstance(item, MessageIn):
-            role, text = item.role, _message_text(item.content)
+            role, text = item.role, message_text(item.content)
         elif isinstance(item, RefusalIn):
             role, text = "assistant", item.refusal
         rows.append({"org_id": ctx.org_id, "thread_id": thread_id, "position": first + offset,

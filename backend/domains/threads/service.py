@@ -40,7 +40,7 @@ async def create_thread(ctx: RequestContext, body: ThreadCreate) -> dict[str, An
     owner = ctx.person
     source: dict[str, Any] | None = None
     if body.working_state_from is not None:
-        source = await _state_source(ctx, body.working_state_from)
+        source = await state_source(ctx, body.working_state_from)
     if not scope.may("thread", "write", owner, labels):
         raise ctx.deny("The policy does not let this request open a thread with these labels.",
                    action="thread.write", object_type="thread")
@@ -58,7 +58,7 @@ async def create_thread(ctx: RequestContext, body: ThreadCreate) -> dict[str, An
     return {**rules.thread_document(ctx, row), "items": [rules.item_document(i) for i in items]}
 
 
-async def _state_source(ctx: RequestContext, source_id: str) -> dict[str, Any]:
+async def state_source(ctx: RequestContext, source_id: str) -> dict[str, Any]:
     """THR-12: the source must be the named person's own thread that the key may read."""
     if ctx.person is None:
         raise BadRequest("`working_state_from` carries a person's working state; name her (X-Core-Subject or a "

@@ -1,0 +1,161 @@
+"""What a turn request asks for, checked before anything is stored (TRN-1, TRN-3, MEM-20)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from backend.access.context import RequestContext
+from backend.domains.indexes import service as indexes
+from backend.domains.memory.rules import memory_scope
+from backend.domains.tools import memory_tools as mt
+from backend.domains.tools import service as tools
+from backend.errors import BadRequest, NotFound, ValidationFailed
+from shared.schemas.threads import FunctionCallIn, FunctionCallOutputIn, InputAudio, ItemIn, MessageIn
+from shared.schemas.turns import FunctionTool, PlatformTool, ResponseCreate
+
+WORKING_STATE_TOOL = "builtin__update_working_state"
+# Fields of items a client copies back from an earlier answer: they name the stored item, not a new one.
+_ECHOED = ("id", "status", "position", "response_id", "subject", "created_at")
+
+
+def thread_field(body: ResponseCreate) -> tuple[str, str] | None:
+    """TRN-1: at most one of `previous_response_id`, `thread_id`, `conversation` (an alias of `thread_id`)."""
+    conversation = body.conversation
+    if isinstance(conversation, dict):
+        conversation = conversation.get("id")
+        if not isinstance(conversation, str):
+            raise ValidationFailed("`conversation` is a thread id, or an object with one in `id`.",
+                                   param="conversation")
+    named = [(name, value) for name, value in (("previous_response_id", body.previous_response_id),
+                                               ("thread_id", body.thread_id), ("conversation", conversation))
+             if value is not None]
+    if len(named) > 1:
+        raise BadRequest(f"Name the conversation once: {' and '.join(n for n, _ in named)} were both sent. "
+                         "`conversation` means the same as `thread_id`.", param=named[1][0],
+                         code="conflicting_thread_fields")
+    return named[0] if named else None
+
+
+def refuse_unsupported(body: ResponseCreate) -> None:
+    if body.stream:
+        raise ValidationFailed("Streaming answers are not offered yet; send `stream: false` (or leave it out).",
+                               param="stream", code="streaming_unsupported")
+
+
+def input_items(raw: str | list[dict[str, Any]]) -> list[ItemIn]:
+    """Text is one user message; items in the OpenAI shorthand (`{"role", "content"}`) are messages, and a
+    `system` message is a `developer` one."""
+    if isinstance(raw, str):
+        if not raw:
+            raise ValidationFailed("`input` is empty: send the user's message.", param="input")
+        return [MessageIn(role="user", content=raw)]
+    if not raw:
+        raise ValidationFailed("`input` is empty: send at least one item.", param="input")
+    items: list[ItemIn] = []
+    for i, entry in enumerate(raw):
+        entry = {k: v for k, v in entry.items() if k not in _ECHOED}
+        if "type" not in entry and "role" in entry:
+            entry["type"] = "message"
+        if entry.get("type") == "message" and entry.get("role") == "system":
+            entry["role"] = "developer"
+        try:
+            item = msgspec.convert(entry, ItemIn)
+        except msgspec.ValidationError as exc:
+            message = str(exc)
+            path = message.split("at `$", 1)[1].rstrip("`") if "at `$" in message else ""
+            raise ValidationFailed(f"Input item {i} is not valid: {message.split(' - at ')[0]}",
+                                   param=f"input[{i}]{path}") from None
+        if isinstance(item, MessageIn) and isinstance(item.content, list) and any(
+                isinstance(p, InputAudio) for p in item.content):
+            raise ValidationFailed("Audio input needs an audio-capable model, and none is configured; send the "
+                                   "words as text.", param=f"input[{i}]", code="input_audio_refused")
+        items.append(item)
+    return items
+
+
+@dataclass
+class TurnTools:
+    """The tools a turn offers: platform memory tools by name (with their index), the working-state tool, and
+    client functions (which the caller runs)."""
+
+    memory: dict[str, dict[str, Any]] = field(default_factory=dict)  # name → the index row
+    working_state: bool = False
+    functions: dict[str, FunctionTool] = field(default_factory=dict)
+
+    def definitions(self, ctx: RequestContext, zone: str) -> list[dict[str, Any]]:
+        """The chat-completions `tools` array the model is sent."""
+        defs: list[dict[str, Any]] = []
+        for name, index in self.memory.items():
+            kind = mt.parse_name(name)
+            assert kind is not None
+            described = tools.describe(ctx, index, kind[1], zone)
+            defs.append(_function(name, described["description"], described["parameters"]))
+        if self.working_state:
+            defs.append(_function(WORKING_STATE_TOOL, "Update this conversation's working state (a small JSON "
+                                  "object kept beside the thread: goal, decisions, current step) with a JSON merge "
+                                  "patch: keys set to null are removed, objects merge, anything else replaces.",
+                                  {"type": "object", "additionalProperties": False, "required": ["patch"],
+                                   "properties": {"patch": {"type": "object",
+                                                            "description": "A JSON merge patch (RFC 7386)."}}}))
+        for function in self.functions.values():
+            defs.append(_function(function.name, function.description or "", function.parameters))
+        return defs
+
+
+def _function(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+async def turn_tools(ctx: RequestContext, body: ResponseCreate, *, stored: bool) -> TurnTools:
+    """MEM-20, TRN-3, TRN-4: each named platform tool must be one this key may offer; 400 at `tools[i]`."""
+    chosen = TurnTools()
+    for i, tool in enumerate(body.tools):
+        param = f"tools[{i}]"
+        if isinstance(tool, FunctionTool):
+            if tool.name in chosen.functions or tool.name in chosen.memory or tool.name == WORKING_STATE_TOOL \
+                    or mt.parse_name(tool.name) is not None or tool.name.startswith("builtin__"):
+                raise BadRequest(f"The function name {tool.name!r} is taken (twice, or by a platform tool).",
+                                 param=param, code="tool_name_taken")
+            chosen.functions[tool.name] = tool
+            continue
+        assert isinstance(tool, PlatformTool)
+        if tool.name == WORKING_STATE_TOOL:
+            _working_state_allowed(ctx, stored, param)
+            chosen.working_state = True
+            continue
+        parsed = mt.parse_name(tool.name)
+        if parsed is None:
+            raise BadRequest(f"There is no platform tool named {tool.name!r}; GET /tools lists them, and "
+                             f"{WORKING_STATE_TOOL!r} updates the working state.", param=param, code="tool_not_found")
+        try:
+            index = await indexes.reachable(ctx.db, memory_scope(ctx), parsed[0], param=param)
+        except NotFound:
+            raise BadRequest(f"{tool.name!r} is not a tool of an index this credential reaches; GET /tools lists "
+                             "the ones it does.", param=param, code="tool_not_found") from None
+        if not tools.offered(ctx, parsed[1]):
+            setting = "retrieval_tool" if parsed[1] == mt.SEARCH else "write_tool"
+            raise BadRequest(f"This key's memory configuration does not offer {tool.name!r} (`memory.{setting}` is "
+                             "off).", param=param, code="tool_not_offered")
+        chosen.memory[tool.name] = index
+    return chosen
+
+
+def _working_state_allowed(ctx: RequestContext, stored: bool, param: str) -> None:
+    """TRN-4: needs `tooling` and `threads`, and a turn that is kept in a thread."""
+    for capability in ("tooling", "threads"):
+        if capability not in ctx.principal.capabilities:
+            raise BadRequest(f"{WORKING_STATE_TOOL} needs the key capability `{capability}`.", param=param,
+                             code="capability_missing")
+    if not stored:
+        raise BadRequest(f"{WORKING_STATE_TOOL} works only in a turn kept in a thread (not with `store: false`).",
+                         param=param, code="tool_needs_stored_turn")
+
+
+def answered_calls(items: list[ItemIn]) -> tuple[set[str], list[tuple[int, str]]]:
+    """Call ids of function calls in the input, and (index, call id) of the function outputs in it."""
+    calls = {item.call_id for item in items if isinstance(item, FunctionCallIn)}
+    outputs = [(i, item.call_id) for i, item in enumerate(items) if isinstance(item, FunctionCallOutputIn)]
+    return calls, outputs

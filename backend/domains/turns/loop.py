@@ -1,0 +1,123 @@
+"""The bounded tool loop (TRN-3): the model answers, the platform runs its own tools and asks again, and client
+function calls go back to the caller. No transaction is held while the model thinks; each platform tool call is
+one short transaction of its own, like the REST call it mirrors (POST /tools/{name}/call)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from backend.domains.tools import service as tools
+from backend.domains.turns import state_tool
+from backend.domains.turns.inputs import WORKING_STATE_TOOL
+from backend.domains.turns.turn import ModelCall, Turn, TurnFailure
+from backend.errors import ApiError, PolicyDenied
+from backend.ids import new_id
+from backend.providers.chat import CallOptions, ChatAnswer, ModelError, ToolCall, complete
+
+
+def options(turn: Turn) -> CallOptions:
+    settings = turn.ctx.settings
+    return CallOptions(timeout_seconds=settings.model_timeout_seconds, max_retries=settings.model_max_retries,
+                       temperature=turn.body.temperature)
+
+
+def message_item(text: str) -> dict[str, Any]:
+    return {"id": new_id("itm"), "type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+
+async def run(turn: Turn) -> None:
+    """Ask the model until it answers in words or calls a client function; raises TurnFailure."""
+    definitions = turn.tools.definitions(turn.ctx, turn.zone)
+    limit = turn.ctx.settings.turn_max_tool_rounds
+    while True:
+        if turn.rounds > limit:
+            raise TurnFailure("tool_rounds_exceeded", f"The model kept calling tools for {limit} rounds; the turn "
+                              "was stopped. Its tool calls so far are kept in the thread.")
+        turn.rounds += 1
+        answer = await _ask(turn, definitions)
+        if answer.content or not answer.tool_calls:
+            turn.produced.append(message_item(answer.content or ""))
+        if not answer.tool_calls:
+            return
+        turn.messages.append({"role": "assistant", "content": answer.content,
+                              "tool_calls": [{"id": c.id, "type": "function",
+                                              "function": {"name": c.name, "arguments": c.arguments}}
+                                             for c in answer.tool_calls]})
+        client_calls = False
+        for call in answer.tool_calls:
+            turn.produced.append({"id": new_id("itm"), "type": "function_call", "call_id": call.id,
+                                  "name": call.name, "arguments": call.arguments, "status": "completed"})
+            if call.name in turn.tools.functions:
+                client_calls = True
+                continue
+            output, error = await _run_platform_tool(turn, call, turn.produced[-1]["id"])
+            turn.produced.append({"id": new_id("itm"), "type": "function_call_output", "call_id": call.id,
+                                  "name": call.name, "output": output, "error": error})
+            turn.messages.append({"role": "tool", "tool_call_id": call.id,
+                                  "content": output or json.dumps({"error": error})})
+        if client_calls:
+            return
+
+
+async def _ask(turn: Turn, definitions: list[dict[str, Any]]) -> ChatAnswer:
+    try:
+        answer = await complete(turn.spec, turn.messages, tools=definitions, options=options(turn))
+    except ModelError as failed:
+        turn.calls.append(ModelCall(turn.spec.id, failed.input_tokens, failed.output_tokens, 0.0))
+        raise TurnFailure(failed.code, failed.message) from failed
+    turn.calls.append(ModelCall(turn.spec.id, answer.input_tokens, answer.output_tokens, answer.model_ms))
+    return answer
+
+
+async def _run_platform_tool(turn: Turn, call: ToolCall, call_item_id: str) -> tuple[str, str | None]:
+    """(output, error). A refusal is something the model reads and may recover from, never a failed turn."""
+    started = time.perf_counter()
+    status = "completed"
+    error: str | None
+    try:
+        arguments = json.loads(call.arguments or "{}")
+        if not isinstance(arguments, dict):
+            raise ValueError
+    except ValueError:
+        output, error = "", "The arguments are not a JSON object."
+    else:
+        output, error = await _dispatch(turn, call, arguments, call_item_id)
+    if error is not None:
+        status = "error"
+    turn.tool_trace.append({"name": call.name, "call_id": call.id, "status": status,
+                            "ms": round((time.perf_counter() - started) * 1000, 1)})
+    return output, error
+
+
+async def _dispatch(turn: Turn, call: ToolCall, arguments: dict[str, Any], call_item_id: str
+                    ) -> tuple[str, str | None]:
+    ctx = turn.ctx
+    if call.name == WORKING_STATE_TOOL and turn.tools.working_state and turn.thread_id:
+        schema = turn.agent.working_state_schema if turn.agent else None
+        try:
+            turn.pending_state, output, error = await state_tool.call(ctx, turn.thread_id, turn.pending_state,
+                                                                      arguments, schema)
+        finally:
+            await ctx.db.rollback()  # nothing written: the patch is applied when the turn completes
+        return output, error
+    if call.name not in turn.tools.memory:
+        offered = ", ".join([*turn.tools.memory, *([WORKING_STATE_TOOL] if turn.tools.working_state else []),
+                             *turn.tools.functions]) or "none"
+        return "", f"There is no tool named {call.name!r} in this turn; offered: {offered}."
+    try:
+        output = await tools.call(ctx, call.name, arguments, turn.body.timezone,
+                                  provenance={**turn.provenance, "item_id": call_item_id})
+        await ctx.db.commit()
+        return output, None
+    except PolicyDenied as denied:
+        await ctx.db.rollback()
+        await ctx.audit(denied.action, object_type=denied.object_type, object_id=denied.object_id,
+                        detail=denied.detail, subject_id=denied.subject_id, outcome="denied")
+        await ctx.db.commit()
+        return tools.tool_error_output(denied), denied.message
+    except ApiError as refused:
+        await ctx.db.rollback()
+        return tools.tool_error_output(refused), refused.message

@@ -1,0 +1,56 @@
+"""SQL of responses (TRN-1, TRN-7, TRN-8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, insert, null, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.models import table_of
+from backend.db.models_threads import Thread
+from backend.db.models_turns import Response
+
+R = table_of(Response)
+T = table_of(Thread)
+# What a deleted thread or an erased person leaves of a response: id, status and usage (THR-6, MEM-19, PLT-18).
+# SQL NULL, not JSON null, in the JSONB columns: nothing of the content stays.
+_FORGET = {column: null() for column in (R.c.thread_id, R.c.subject, R.c.output, R.c.error, R.c.trace, R.c.metadata,
+                                         R.c.request_digest)}
+
+
+async def insert_response(db: AsyncSession, values: dict[str, Any]) -> None:
+    await db.execute(insert(R).values(**values))
+
+
+async def finish(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any]) -> None:
+    await db.execute(update(R).where(R.c.org_id == org_id, R.c.id == response_id)
+                     .values(**values, completed_at=func.now()))
+
+
+async def get(db: AsyncSession, org_id: str, response_id: str) -> dict[str, Any] | None:
+    row = (await db.execute(select(R).where(R.c.org_id == org_id, R.c.id == response_id))).mappings().first()
+    return dict(row) if row else None
+
+
+async def by_idempotency_key(db: AsyncSession, org_id: str, owner: str, key: str, *, lock: bool = False
+                             ) -> dict[str, Any] | None:
+    query = select(R).where(R.c.org_id == org_id, R.c.idempotency_owner == owner, R.c.idempotency_key == key)
+    if lock:
+        query = query.with_for_update()
+    row = (await db.execute(query)).mappings().first()
+    return dict(row) if row else None
+
+
+async def forget_thread(db: AsyncSession, org_id: str, thread_id: str) -> None:
+    await db.execute(update(R).where(R.c.org_id == org_id, R.c.thread_id == thread_id)
+                     .values(_FORGET))
+
+
+async def erase_subject(db: AsyncSession, org_id: str, subject_id: str) -> dict[str, int]:
+    """MEM-19: her turns and the turns of her threads keep only id, status and usage."""
+    her_threads = select(T.c.id).where(T.c.org_id == org_id, T.c.subject == subject_id)
+    result = await db.execute(update(R).where(R.c.org_id == org_id, R.c.output.is_not(None) | R.c.trace.is_not(None),
+                                              (R.c.subject == subject_id) | R.c.thread_id.in_(her_threads))
+                              .values(_FORGET).returning(R.c.id))
+    return {"responses": len(result.all())}

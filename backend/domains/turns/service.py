@@ -1,0 +1,317 @@
+"""Turns (TRN-1 … TRN-11): accept the request, build what the model is sent, run the loop, keep the result.
+
+A turn is the one route that commits more than once (docs/decisions.md): it keeps the input before calling the
+model (TRN-11: a failed turn still has its input in the thread), holds no transaction while the model thinks,
+runs each platform tool in a transaction of its own, and writes the answer, the working state, the usage and
+the recall counts together at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from backend.access.context import RequestContext
+from backend.access.subjects import combine, parse_subject
+from backend.domains.injection import service as injection
+from backend.domains.injection.config import choose_block
+from backend.domains.memory import decay
+from backend.domains.models import service as models
+from backend.domains.orgs.service import check_timezone
+from backend.domains.threads import repository as threads_repo
+from backend.domains.threads import rules as thread_rules
+from backend.domains.threads import service as threads
+from backend.domains.turns import conversation, documents, inputs, loop
+from backend.domains.turns import repository as repo
+from backend.domains.turns.state_tool import apply as apply_state
+from backend.domains.turns.turn import Turn, TurnFailure
+from backend.domains.usage import repository as usage
+from backend.errors import BadRequest, Conflict, NotFound, ValidationFailed
+from backend.ids import new_id
+from shared.schemas.threads import FunctionCallOutputIn, ItemIn, MessageIn
+from shared.schemas.turns import ResponseCreate
+
+HISTORY_LIMIT = 2000  # items of a thread sent in full when nothing summarises them (TRN-6 bounds it further)
+
+
+def with_user(ctx: RequestContext, user: str | None) -> RequestContext:
+    """PLT-7: the turn body's `user` names the person when nothing else does (two different people: 400)."""
+    if user is None:
+        return ctx
+    subject = combine(ctx.principal.subject, parse_subject({"id": user}, "user"))
+    return ctx.acting_as(dataclasses.replace(ctx.principal, subject=subject))
+
+
+def _digest(body: ResponseCreate) -> str:
+    return hashlib.sha256(msgspec.json.encode(body)).hexdigest()
+
+
+def _idempotency_owner(ctx: RequestContext) -> str:
+    return ctx.principal.key_id or str(ctx.actor.id)
+
+
+async def replayed(ctx: RequestContext, body: ResponseCreate, key: str | None) -> dict[str, Any] | None:
+    """TRN-8: the same key and body answer the stored response; another body 422; still running 409."""
+    if key is None:
+        return None
+    if not body.store or "threads" not in ctx.principal.capabilities:
+        raise ValidationFailed("`Idempotency-Key` replays a kept response; this turn keeps nothing (`store: false` "
+                               "or a key without `threads`).", param="Idempotency-Key", code="idempotency_unkept")
+    if not 1 <= len(key) <= 256:
+        raise ValidationFailed("`Idempotency-Key` is 1 to 256 characters.", param="Idempotency-Key")
+    row = await repo.by_idempotency_key(ctx.db, ctx.org_id, _idempotency_owner(ctx), key)
+    if row is None:
+        return None
+    if row["request_digest"] != _digest(body):
+        raise ValidationFailed("This `Idempotency-Key` was used with a different request body; use a new key for a "
+                               "new request.", param="Idempotency-Key", code="idempotency_key_reused")
+    if row["status"] == "in_progress":
+        raise Conflict("The request with this `Idempotency-Key` is still running; retry when it has finished.",
+                       param="Idempotency-Key", code="idempotency_in_flight")
+    return documents.document(row)
+
+
+async def _thread_of(ctx: RequestContext, field: tuple[str, str]) -> str:
+    name, value = field
+    if name == "previous_response_id":
+        row = await repo.get(ctx.db, ctx.org_id, value)
+        if row is None or row["thread_id"] is None:
+            raise NotFound(f"No response {value!r} is reachable with this credential.", param=name)
+        value = row["thread_id"]
+    thread = await threads.visible_thread(ctx, value, param=name)
+    if not thread["can_write"]:
+        raise ctx.deny("The policy does not let this request continue this thread.", action="thread.write",
+                       object_type="thread", object_id=value)
+    await thread_rules.not_erased(ctx, thread["subject"])
+    return str(thread["id"])
+
+
+async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | None) -> Turn | dict[str, Any]:
+    """Check the request and keep its input (one transaction). Answers a replayed document for a repeated
+    Idempotency-Key."""
+    inputs.refuse_unsupported(body)
+    field = inputs.thread_field(body)
+    if field is not None or body.working_state_from is not None:
+        ctx.require_threads()  # PLT-6: the exact 404
+    if (body.model is None) == (body.agent_id is None):
+        raise ValidationFailed("Name the model (`model`, from GET /models) or an agent (`agent_id`), one of them.",
+                               param="model")
+    if body.agent_id is not None:
+        raise ValidationFailed("Agents are not available on this server yet.", param="agent_id")
+    stored = body.store and "threads" in ctx.principal.capabilities
+    items = inputs.input_items(body.input)
+    zone = check_timezone(body.timezone, "timezone") if body.timezone else str(ctx.org.get("timezone") or "UTC")
+    spec = await models.offered_spec(ctx.db, ctx.org_id, str(body.model))
+    tools = await inputs.turn_tools(ctx, body, stored=stored)
+    earlier = await replayed(ctx, body, idempotency_key)
+    if earlier is not None:
+        return earlier
+    turn = Turn(ctx, body, spec, items, tools, zone, stored)
+    if field is not None:
+        turn.thread_id = await _thread_of(ctx, field)
+    await _check_outputs(turn)
+    if not stored:
+        return turn
+    if turn.thread_id is None:
+        turn.thread_id = await _new_thread(ctx, body)
+    await repo.insert_response(ctx.db, {
+        "org_id": ctx.org_id, "id": turn.id, "thread_id": turn.thread_id, "key_id": ctx.principal.key_id,
+        "subject": ctx.person, "model": spec.id, "status": "in_progress", "metadata": body.metadata,
+        "idempotency_owner": _idempotency_owner(ctx) if idempotency_key else None,
+        "idempotency_key": idempotency_key, "request_digest": _digest(body) if idempotency_key else None,
+        "created_at": turn.created_at})
+    await _append(ctx, turn, list(turn.items))
+    return turn
+
+
+async def _new_thread(ctx: RequestContext, body: ResponseCreate) -> str:
+    scope = thread_rules.threads_scope(ctx)
+    if not scope.may("thread", "write", ctx.person, {}):
+        raise ctx.deny("The policy does not let this request open a thread.", action="thread.write",
+                       object_type="thread")
+    await thread_rules.not_erased(ctx)
+    source = await threads.state_source(ctx, body.working_state_from) if body.working_state_from else None
+    thread_id = new_id("thr")
+    await threads_repo.insert_thread(ctx.db, {"org_id": ctx.org_id, "id": thread_id, "subject": ctx.person,
+                                              "labels": {}, "metadata": {}})
+    if source is not None:
+        await threads_repo.write_state(ctx.db, ctx.org_id, thread_id, source["state"], 1, source["size"])
+    return thread_id
+
+
+async def _check_outputs(turn: Turn) -> None:
+    """TRN-3: a function result must answer a call (in the thread or in this input); one that repeats an
+    earlier input is not kept twice; any other is 400."""
+    calls, outputs = inputs.answered_calls(turn.items)
+    if not outputs:
+        return
+    known: set[str] = set()
+    answered: set[str] = set()
+    if turn.thread_id is not None:
+        for item in await threads_repo.list_items(turn.ctx.db, turn.ctx.org_id, turn.thread_id, after=None,
+                                                  descending=True, limit=HISTORY_LIMIT):
+            if item["type"] == "function_call":
+                known.add(item["body"]["call_id"])
+            elif item["type"] == "function_call_output":
+                answered.add(item["body"]["call_id"])
+    for index, call_id in outputs:
+        if call_id in answered:
+            continue
+        if call_id not in calls and call_id not in known:
+            raise_orphan(index, call_id)
+    turn.items = [i for i in turn.items if not (isinstance(i, FunctionCallOutputIn) and i.call_id in answered)]
+
+
+def raise_orphan(index: int, call_id: str) -> None:
+    raise BadRequest(f"The function result for call {call_id!r} answers no function call of this conversation.",
+                     param=f"input[{index}].call_id", code="orphan_function_output")
+
+
+async def _append(ctx: RequestContext, turn: Turn, items: list[ItemIn] | list[dict[str, Any]]) -> None:
+    """Append items of this turn to its thread, each naming the response."""
+    if not items or turn.thread_id is None:
+        return
+    reserved = await threads_repo.reserve_positions(ctx.db, ctx.org_id, turn.thread_id, len(items))
+    if reserved is None:
+        raise NotFound(f"The thread {turn.thread_id!r} was deleted while this turn ran.", param="thread_id")
+    first, at = reserved
+    typed = [i if not isinstance(i, dict) else msgspec.convert(_as_input(i), ItemIn) for i in items]
+    rows = thread_rules.item_rows(ctx, turn.thread_id, typed, first, at)
+    for row, item in zip(rows, items, strict=True):
+        row["response_id"] = turn.id
+        if isinstance(item, dict):
+            row["id"] = item["id"]  # the id the answer already showed (and tool provenance names)
+    if turn.history_positions is None:
+        turn.history_positions = (first, first + len(rows) - 1)
+    await threads_repo.insert_items(ctx.db, rows)
+
+
+def _as_input(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k != "id"}
+
+
+# ---------------------------------------------------------------- what the model is sent (TRN-2)
+
+def _last_user_text(items: list[ItemIn]) -> str | None:
+    """What the turn is about, for the memory block's relevance ranking: the last user message's words."""
+    for item in reversed(items):
+        if isinstance(item, MessageIn) and item.role == "user":
+            return thread_rules.message_text(item.content)
+    return None
+
+
+async def prepare(turn: Turn) -> None:
+    """Read what the model is sent: summaries, working state, the memory block and the recent items."""
+    ctx = turn.ctx
+    history: list[dict[str, Any]] = []
+    state: dict[str, Any] | None = None
+    if turn.thread_id is not None:
+        before = turn.history_positions[0] if turn.history_positions else None
+        rows = await threads_repo.list_items(ctx.db, ctx.org_id, turn.thread_id, after=before, descending=True,
+                                             limit=HISTORY_LIMIT)
+        history = [{**r["body"], "type": r["type"]} for r in reversed(rows)]
+        state_row = await threads_repo.get_state(ctx.db, ctx.org_id, turn.thread_id)
+        state = state_row["state"] if state_row else None
+    agent_block = turn.agent.memory_injection if turn.agent else None
+    text = _last_user_text(turn.items)
+    turn.injected = await injection.build(ctx.db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key),
+                                          choose_block(ctx.principal, ctx.scope, agent_block),
+                                          turn_input=text,
+                                          max_budget=ctx.settings.injection_max_budget_tokens)
+    instructions = [turn.agent.instructions] if turn.agent and turn.agent.instructions else []
+    if turn.body.instructions:
+        instructions.append(turn.body.instructions)
+    turn.messages = conversation.build(instructions=instructions, summaries=[], state=state,
+                                       block=turn.injected.text, history=history,
+                                       new_input=conversation.input_dicts(turn.items))
+
+
+# ---------------------------------------------------------------- keeping the result
+
+async def _meter(turn: Turn) -> None:
+    ctx = turn.ctx
+    for call in turn.calls:
+        await usage.record(ctx.db, org_id=ctx.org_id, model=call.model, input_tokens=call.input_tokens,
+                           output_tokens=call.output_tokens, key_id=ctx.principal.key_id,
+                           response_id=turn.id if turn.stored else None)
+
+
+def _row(turn: Turn, status: str, error: dict[str, str] | None) -> dict[str, Any]:
+    return {"id": turn.id, "status": status, "thread_id": turn.thread_id if turn.stored else None,
+            "model": turn.spec.id, "agent_id": turn.agent.id if turn.agent else None,
+            "agent_version": turn.agent.version if turn.agent else None, "output": turn.produced,
+            "usage": turn.usage, "error": error, "metadata": turn.body.metadata, "trace": turn.trace(),
+            "created_at": turn.created_at, "completed_at": datetime.now(UTC)}
+
+
+async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
+    """Keep the answer (or the failure), the working state, usage and recall counts in one transaction."""
+    ctx = turn.ctx
+    status = "failed" if failure else "completed"
+    error = {"code": failure.code, "message": failure.message} if failure else None
+    if turn.stored:
+        await _append(ctx, turn, turn.produced)
+        if failure is None and turn.pending_state is not None and turn.thread_id is not None:
+            schema = turn.agent.working_state_schema if turn.agent else None
+            turn.state_written = await apply_state(ctx, turn.thread_id, turn.pending_state, turn.id, schema)
+    row = _row(turn, status, error)
+    if turn.stored:
+        await repo.finish(ctx.db, ctx.org_id, turn.id, {"status": status, "output": turn.produced,
+                                                        "usage": turn.usage, "error": error, "trace": row["trace"]})
+    await _meter(turn)
+    if failure is None and turn.injected is not None:
+        await injection.count_recalls(ctx, turn.injected)
+    return documents.document(row)
+
+
+async def read(ctx: RequestContext, response_id: str) -> dict[str, Any]:
+    """TRN-7: the response with its trace, to a request that may see its thread; 404 once the thread is gone."""
+    ctx.require_threads()
+    row = await repo.get(ctx.db, ctx.org_id, response_id)
+    if row is None or row["thread_id"] is None:
+        raise NotFound(f"No response {response_id!r} is reachable with this credential.", param="response_id")
+    if await threads_repo.get_thread(ctx.db, thread_rules.threads_scope(ctx), row["thread_id"]) is None:
+        raise NotFound(f"No response {response_id!r} is reachable with this credential.", param="response_id")
+    return documents.document(row, with_trace=True)
+
+
+async def run(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | None) -> dict[str, Any]:
+    """The whole turn; the caller's transaction is committed here between the steps."""
+    ctx = with_user(ctx, body.user)
+    accepted = await accept(ctx, body, idempotency_key)
+    if isinstance(accepted, dict):
+        return accepted
+    turn = accepted
+    await ctx.db.commit()
+    try:
+        await prepare(turn)
+        await ctx.db.commit()
+        failure: TurnFailure | None = None
+        try:
+            await loop.run(turn)
+        except TurnFailure as failed:
+            failure = failed
+        await ctx.db.rollback()
+        return await finish(turn, failure)
+    except BaseException:
+        await ctx.db.rollback()
+        await _mark_failed(turn)
+        raise
+
+
+async def _mark_failed(turn: Turn) -> None:
+    """An unexpected error: the response must not stay `in_progress` (an Idempotency-Key would wait forever)."""
+    if not turn.stored:
+        return
+    ctx = turn.ctx
+    try:
+        await repo.finish(ctx.db, ctx.org_id, turn.id, {"status": "failed", "usage": turn.usage, "error": {
+            "code": "internal_error", "message": "The turn stopped on an unexpected error on our side."}})
+        await _meter(turn)
+        await ctx.db.commit()
+    except Exception:
+        await ctx.db.rollback()

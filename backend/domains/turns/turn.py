@@ -1,0 +1,95 @@
+"""One turn in flight: what was asked, what the platform added, and what the model and tools produced."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from backend.access.context import RequestContext
+from backend.domains.injection.service import Built
+from backend.domains.turns.inputs import TurnTools
+from backend.domains.turns.state_tool import PendingState
+from backend.ids import new_id
+from backend.providers.chat import ModelSpec
+from shared.schemas.threads import ItemIn
+from shared.schemas.turns import ResponseCreate
+
+
+@dataclass
+class AgentTurn:
+    """The agent version a turn runs (TRN-5), as the turn needs it."""
+
+    id: str
+    version: int
+    instructions: str | None = None
+    memory_injection: dict[str, Any] | None = None
+    working_state_schema: dict[str, Any] | None = None
+    compaction: dict[str, Any] | None = None
+
+
+@dataclass
+class ModelCall:
+    model: str
+    input_tokens: int
+    output_tokens: int
+    ms: float
+
+
+@dataclass
+class TurnFailure(Exception):
+    code: str
+    message: str
+
+
+@dataclass
+class Turn:
+    ctx: RequestContext
+    body: ResponseCreate
+    spec: ModelSpec
+    items: list[ItemIn]
+    tools: TurnTools
+    zone: str
+    stored: bool
+    thread_id: str | None = None
+    agent: AgentTurn | None = None
+    id: str = field(default_factory=lambda: new_id("resp"))
+    trace_id: str = field(default_factory=lambda: new_id("evt").removeprefix("evt_"))
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    started: float = field(default_factory=time.perf_counter)
+    # filled while the turn runs
+    history_positions: tuple[int, int] | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    injected: Built | None = None
+    calls: list[ModelCall] = field(default_factory=list)
+    produced: list[dict[str, Any]] = field(default_factory=list)  # output items, each with its own `id`
+    tool_trace: list[dict[str, Any]] = field(default_factory=list)
+    pending_state: PendingState | None = None
+    state_written: bool | None = None
+    rounds: int = 0
+
+    @property
+    def usage(self) -> dict[str, int]:
+        spent_in = sum(c.input_tokens for c in self.calls)
+        spent_out = sum(c.output_tokens for c in self.calls)
+        return {"input_tokens": spent_in, "output_tokens": spent_out, "total_tokens": spent_in + spent_out}
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return {"thread_id": self.thread_id, "response_id": self.id}
+
+    def trace(self) -> dict[str, Any]:
+        total_ms = (time.perf_counter() - self.started) * 1000
+        model_ms = sum(c.ms for c in self.calls)
+        return {"id": self.trace_id, "injection": self.injected.trace() if self.injected else None,
+                "tools": self.tool_trace,
+                "model": {"id": self.spec.id, "provider": self.spec.provider, "label": self.spec.label},
+                "agent": {"id": self.agent.id, "version": self.agent.version} if self.agent else None,
+                "rounds": self.rounds, "usage": self.usage,
+                "calls": [{"model": c.model, "input_tokens": c.input_tokens, "output_tokens": c.output_tokens,
+                           "ms": round(c.ms, 1)} for c in self.calls],
+                "working_state": None if self.state_written is None else
+                ("written" if self.state_written else "dropped"),
+                "timings": {"total_ms": round(total_ms, 1), "model_ms": round(model_ms, 1),
+                            "platform_ms": round(total_ms - model_ms, 1)}}

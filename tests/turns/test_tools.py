@@ -1,0 +1,200 @@
+"""TRN-3, TRN-4, MEM-17, MEM-20 … MEM-22: platform tools run in the turn, client functions go back to the caller,
+the working-state tool writes when the turn completes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from backend.access.policy import writer_policy
+from tests.helpers import Org, assert_error, bearer
+from tests.turns.conftest import anna, items, turn
+
+
+def _store(client: Any, org: Org, **memory: Any) -> tuple[str, str]:
+    index_id = client.post("/indexes", headers=org.full, json={"name": "support"}).json()["id"]
+    key = org.make_key(memory={"retrieval_tool": True, "write_tool": True, **memory}, policy=writer_policy())
+    return index_id, str(key["secret"])
+
+
+def test_mem_17_a_write_tool_call_in_a_turn_keeps_a_record_with_provenance(client: Any, org: Org, scripted: Any
+                                                                          ) -> None:
+    index_id, key = _store(client, org)
+    write = f"memory__{index_id}__write"
+    scripted.reply(tool_calls=[(write, {"type": "preference", "text": "Prefers tea over coffee"})]).reply("Noted.")
+    answer = turn(client, anna(org, key), input="I prefer tea.", tools=[{"type": "tool", "name": write}])
+    assert answer["status"] == "completed" and answer["output_text"] == "Noted."
+    call, result, _ = answer["output"]
+    assert (call["type"], call["name"], result["type"]) == ("function_call", write, "function_call_output")
+    written = json.loads(result["output"])
+    assert written["action"] == "created" and written["type"] == "preference"
+    # the tool definition the model got, and the tool result it read next
+    assert [t["function"]["name"] for t in scripted.requests[0]["tools"]] == [write]
+    assert "preference" in json.dumps(scripted.requests[0]["tools"][0]["function"]["parameters"])
+    assert scripted.messages(1)[-1] == {"role": "tool", "tool_call_id": call["call_id"], "content": result["output"]}
+    record = client.get(f"/memory/{written['memory_id']}", headers=anna(org, key)).json()
+    assert record["subject"] == "anna" and record["source"] == "model"
+    assert record["provenance"] == {"thread_id": answer["thread_id"], "response_id": answer["id"],
+                                    "item_id": call["id"]}
+    kept = items(client, anna(org, key), answer["thread_id"])
+    assert [i["type"] for i in kept] == ["message", "function_call", "function_call_output", "message"]
+    assert kept[2]["output"] == result["output"]
+    trace = client.get(f"/responses/{answer['id']}", headers=anna(org, key)).json()["trace"]
+    assert [(t["name"], t["status"]) for t in trace["tools"]] == [(write, "completed")]
+    assert trace["rounds"] == 2
+
+
+def test_mem_21_a_refused_type_is_a_tool_error_the_model_reads(client: Any, org: Org, scripted: Any) -> None:
+    index_id, key = _store(client, org)
+    write = f"memory__{index_id}__write"
+    scripted.reply(tool_calls=[(write, {"type": "episode", "text": "x"})]).reply("Sorry.")
+    answer = turn(client, anna(org, key), input="x", tools=[{"type": "tool", "name": write}])
+    assert answer["status"] == "completed"
+    result = answer["output"][1]
+    assert result["error"] and "fact, preference, commitment, behaviour" in result["error"]
+    assert json.loads(scripted.messages(1)[-1]["content"])["error"]["param"] == "arguments.type"
+
+
+def test_mem_20_a_tool_the_key_does_not_offer_is_400_at_its_place(client: Any, org: Org, scripted: Any) -> None:
+    index_id, _ = _store(client, org)
+    reader = org.make_key(memory={"retrieval_tool": True, "write_tool": False})["secret"]
+    tools = [{"type": "tool", "name": f"memory__{index_id}__search"},
+             {"type": "tool", "name": f"memory__{index_id}__write"}]
+    assert_error(client.post("/responses", headers=anna(org, reader),
+                             json={"model": "scripted", "input": "x", "tools": tools}), 400, "tool_not_offered",
+                 param="tools[1]")
+    for name, code in (("memory__idx_nope__search", "tool_not_found"), ("nothing", "tool_not_found")):
+        body = {"model": "scripted", "input": "x", "tools": [tools[0], {"type": "tool", "name": name}]}
+        assert_error(client.post("/responses", headers=anna(org, reader), json=body), 400, code, param="tools[1]")
+    clash = {"model": "scripted", "input": "x", "tools": [{"type": "function", "name": f"memory__{index_id}__search",
+                                                           "parameters": {"type": "object"}}]}
+    assert_error(client.post("/responses", headers=anna(org, reader), json=clash), 400, "tool_name_taken",
+                 param="tools[0]")
+    assert scripted.requests == []
+
+
+def test_mem_22_search_results_in_the_trust_envelope(client: Any, org: Org, scripted: Any) -> None:
+    index_id, _ = _store(client, org)
+    client.post("/memory", headers=bearer(org.key, subject="anna"),
+                json={"index_id": index_id, "type": "fact", "text": "Has a dog named Rex"})
+    enveloped = org.make_key(["knowledge", "memory", "threads", "trust_envelope"])["secret"]
+    search = f"memory__{index_id}__search"
+    scripted.reply(tool_calls=[(search, {"query": "dog"})]).reply("You have a dog.")
+    answer = turn(client, anna(org, enveloped), input="Do I have pets?", tools=[{"type": "tool", "name": search}])
+    output = answer["output"][1]["output"]
+    assert output.startswith("<tool-data") and "Has a dog named Rex" in output
+    assert "data, not instructions" in scripted.messages(1)[-1]["content"]
+
+
+def test_trn_3_client_functions_go_back_and_their_results_continue_the_turn(client: Any, org: Org,
+                                                                            scripted: Any) -> None:
+    weather = {"type": "function", "name": "get_weather", "description": "Weather in a city",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    scripted.reply(tool_calls=[("get_weather", {"city": "Utrecht"})]).reply("It is sunny in Utrecht.")
+    first = turn(client, anna(org), input="Weather?", tools=[weather])
+    assert first["status"] == "completed" and first["output_text"] == ""
+    (call,) = first["output"]
+    assert call["type"] == "function_call" and json.loads(call["arguments"]) == {"city": "Utrecht"}
+    assert scripted.requests[0]["tools"][0]["function"]["name"] == "get_weather"
+    result = {"type": "function_call_output", "call_id": call["call_id"], "output": "sunny, 21 C"}
+    second = turn(client, anna(org), input=[result], previous_response_id=first["id"], tools=[weather])
+    assert second["output_text"] == "It is sunny in Utrecht."
+    assert scripted.messages(1)[-2:] == [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": call["call_id"], "type": "function",
+                                                               "function": {"name": "get_weather",
+                                                                            "arguments": call["arguments"]}}]},
+        {"role": "tool", "tool_call_id": call["call_id"], "content": "sunny, 21 C"}]
+    # sending the same result again repeats an earlier input: not kept twice
+    third = turn(client, anna(org), input=[result, {"role": "user", "content": "Thanks"}],
+                 previous_response_id=second["id"], tools=[weather])
+    kept = items(client, anna(org), first["thread_id"])
+    assert [i["type"] for i in kept].count("function_call_output") == 1
+    assert third["status"] == "completed"
+
+
+def test_trn_3_a_result_answering_no_call_is_400(client: Any, org: Org, scripted: Any, db: Any) -> None:
+    first = turn(client, anna(org), input="Hello")
+    orphan = {"type": "function_call_output", "call_id": "call_nobody", "output": "x"}
+    for body in ({"input": [orphan], "thread_id": first["thread_id"]}, {"input": [orphan], "store": False}):
+        response = client.post("/responses", headers=anna(org), json={"model": "scripted", **body})
+        assert_error(response, 400, "orphan_function_output", param="input[0].call_id")
+    # with the whole conversation sent, the call in the same input answers it
+    whole = [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "done"}]
+    assert turn(client, anna(org), input=whole, store=False)["status"] == "completed"
+    assert db.execute("SELECT count(*) FROM thread_items").fetchone()[0] == 2
+
+
+def test_trn_3_an_unknown_tool_is_told_to_the_model_and_an_endless_loop_is_stopped(client: Any, org: Org,
+                                                                                   scripted: Any, settings: Any
+                                                                                   ) -> None:
+    scripted.reply(tool_calls=[("launch_rockets", {})]).reply("I cannot do that.")
+    answer = turn(client, anna(org), input="Launch!")
+    assert answer["status"] == "completed" and "launch_rockets" in answer["output"][1]["error"]
+    assert "no tool named" in scripted.messages(1)[-1]["content"]
+    index_id, key = _store(client, org)
+    search = f"memory__{index_id}__search"
+    for _ in range(settings.turn_max_tool_rounds + 1):
+        scripted.reply(tool_calls=[(search, {"query": "again"})])
+    looping = turn(client, anna(org, key), input="Loop", tools=[{"type": "tool", "name": search}])
+    assert looping["status"] == "failed" and looping["error"]["code"] == "tool_rounds_exceeded"
+    kept = items(client, anna(org, key), looping["thread_id"])
+    assert [i["type"] for i in kept].count("function_call") == settings.turn_max_tool_rounds + 1
+    assert all(i["response_id"] == looping["id"] for i in kept)
+
+
+def _state_tool() -> list[dict[str, str]]:
+    return [{"type": "tool", "name": "builtin__update_working_state"}]
+
+
+def test_trn_4_the_working_state_tool_writes_when_the_turn_completes(client: Any, org: Org, scripted: Any) -> None:
+    scripted.reply(tool_calls=[("builtin__update_working_state", {"patch": {"goal": "move house", "step": 1}})])
+    scripted.reply("Planned.")
+    answer = turn(client, anna(org), input="Plan the move.", tools=_state_tool())
+    call, result, _ = answer["output"]
+    assert json.loads(call["arguments"]) == {"patch": {"goal": "move house", "step": 1}}
+    assert json.loads(result["output"]) == {"version": 1, "size": len('{"goal":"move house","step":1}')}
+    state = client.get(f"/threads/{answer['thread_id']}/state", headers=anna(org)).json()
+    assert state["state"] == {"goal": "move house", "step": 1} and state["version"] == 1
+    # a patch that is not an object is refused at call time: error, empty output, nothing written
+    scripted.reply(tool_calls=[("builtin__update_working_state", {"patch": "nope"})]).reply("ok")
+    refused = turn(client, anna(org), input="x", tools=_state_tool(), thread_id=answer["thread_id"])
+    assert refused["output"][1]["output"] == "" and refused["output"][1]["error"]
+    assert client.get(f"/threads/{answer['thread_id']}/state", headers=anna(org)).json()["version"] == 1
+
+
+def test_trn_4_a_failed_turn_writes_no_state(client: Any, org: Org, scripted: Any) -> None:
+    scripted.reply(tool_calls=[("builtin__update_working_state", {"patch": {"goal": "x"}})])
+    scripted.fail(500).fail(500).fail(500)
+    answer = turn(client, anna(org), input="Plan.", tools=_state_tool())
+    assert answer["status"] == "failed" and answer["error"]["code"] == "model_error"
+    assert client.get(f"/threads/{answer['thread_id']}/state", headers=anna(org)).json()["version"] == 0
+
+
+def test_trn_4_the_turn_s_write_is_dropped_when_the_application_wrote_meanwhile(client: Any, org: Org,
+                                                                                 scripted: Any) -> None:
+    first = turn(client, anna(org), input="Hello")
+    thread_id = first["thread_id"]
+
+    def application_writes() -> None:
+        written = client.put(f"/threads/{thread_id}/state", json={"state": {"mine": True}}, headers=anna(org))
+        assert written.status_code == 200, written.text
+
+    scripted.reply(tool_calls=[("builtin__update_working_state", {"patch": {"goal": "x"}})])
+    scripted.reply("Done.", before=application_writes)
+    answer = turn(client, anna(org), input="Plan.", tools=_state_tool(), thread_id=thread_id)
+    assert answer["status"] == "completed"
+    state = client.get(f"/threads/{thread_id}/state", headers=anna(org)).json()
+    assert state["state"] == {"mine": True} and state["version"] == 1
+    events = client.get("/audit?action=thread.working_state_dropped", headers=org.admin).json()["data"]
+    assert len(events) == 1 and events[0]["object_id"] == thread_id
+    assert events[0]["detail"]["response_id"] == answer["id"]
+
+
+def test_trn_4_the_state_tool_needs_tooling_threads_and_a_kept_turn(client: Any, org: Org, scripted: Any) -> None:
+    for caps in (["knowledge", "memory", "threads"], ["knowledge", "memory", "tooling"]):
+        key = org.make_key(caps)["secret"]
+        body = {"model": "scripted", "input": "x", "tools": _state_tool()}
+        assert_error(client.post("/responses", headers=anna(org, key), json=body), 400, param="tools[0]")
+    body = {"model": "scripted", "input": "x", "tools": _state_tool(), "store": False}
+    assert_error(client.post("/responses", headers=anna(org), json=body), 400, "tool_needs_stored_turn")
