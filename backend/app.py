@@ -28,7 +28,7 @@ from backend.domains.stores.controller import StoreController
 from backend.domains.subjects.controller import SubjectController
 from backend.domains.threads.controller import ThreadController, ThreadItemSearchController
 from backend.domains.tools.controller import ToolController
-from backend.domains.turns.controller import ResponseController
+from backend.domains.turns.controller import MessagesController, ResponseController
 from backend.domains.usage.controller import UsageController
 from backend.errors import ApiError
 from backend.http import (
@@ -101,7 +101,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
                         IndexController, AuditController, StoreController, ThreadController,
                         ThreadItemSearchController, ExportController, MemoryController, ToolController,
                         SubjectController, ModelController, AdminModelController, UsageController,
-                        ResponseController],
+                        ResponseController, MessagesController],
         dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page)},
         before_request=refuse_nul_in_url,
         exception_handlers={

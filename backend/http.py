@@ -49,9 +49,12 @@ async def provide_turn_context(request: Request[Any, Any, Any], state: State
     when the route raises."""
     headers = request.headers
     session: AsyncSession = state.sessionmaker()
+    # The Anthropic SDK sends its key as `x-api-key`; it is the same credential.
+    api_key = headers.get("x-api-key")
+    authorization = headers.get("authorization") or (f"Bearer {api_key}" if api_key else None)
     try:
         yield await contexts.for_credential(
-            session, state.settings, authorization=headers.get("authorization"),
+            session, state.settings, authorization=authorization,
             subject_header=headers.get(SUBJECT_HEADER), org_header=headers.get(ORG_HEADER))
         await session.commit()
     except PolicyDenied as denied:

@@ -141,3 +141,40 @@ class ResponseOut(Model, kw_only=True):
     created_at: datetime
     completed_at: datetime | None = None
     trace: JSONObject | None = None
+
+
+# ---------------------------------------------------------------- /messages (TRN-9, the Anthropic Messages shape)
+
+class MessagesCreate(Model):
+    """POST /messages: the Anthropic request shape, plus coremem's `thread_id`, `agent_id`, `user`, `store`."""
+
+    messages: Annotated[list[JSONObject], msgspec.Meta(min_length=1, max_length=256)]
+    max_tokens: Annotated[int, msgspec.Meta(ge=1)]
+    model: ModelId | None = None
+    agent_id: str | None = None
+    system: str | list[JSONObject] | None = None
+    tools: Annotated[list[JSONObject], msgspec.Meta(max_length=128)] = []
+    tool_choice: JSONObject | None = None
+    temperature: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    stop_sequences: list[str] | None = None
+    metadata: JSONObject | None = None
+    stream: bool = False
+    thread_id: str | None = None
+    user: str | None = None
+    timezone: str | None = None
+    store: bool = True
+    working_state_from: str | None = None
+
+
+class MessageOut(Model, kw_only=True):
+    id: str
+    type: str = "message"
+    role: str = "assistant"
+    model: str | None
+    content: list[JSONObject]
+    stop_reason: str | None
+    stop_sequence: str | None = None
+    usage: JSONObject
+    thread_id: str | None = None

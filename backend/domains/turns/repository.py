@@ -25,7 +25,7 @@ async def insert_response(db: AsyncSession, values: dict[str, Any]) -> None:
 
 async def finish(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any]) -> None:
     await db.execute(update(R).where(R.c.org_id == org_id, R.c.id == response_id)
-                     .values(**values, completed_at=func.now()))
+                     .values({"completed_at": func.now(), **values}))
 
 
 async def get(db: AsyncSession, org_id: str, response_id: str) -> dict[str, Any] | None:

@@ -261,7 +261,8 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
     row = _row(turn, status, error)
     if turn.stored:
         await repo.finish(ctx.db, ctx.org_id, turn.id, {"status": status, "output": turn.produced,
-                                                        "usage": turn.usage, "error": error, "trace": row["trace"]})
+                                                        "usage": turn.usage, "error": error, "trace": row["trace"],
+                                                        "completed_at": row["completed_at"]})
     await _meter(turn)
     if failure is None and turn.injected is not None:
         await injection.count_recalls(ctx, turn.injected)

@@ -1,0 +1,103 @@
+"""TRN-8 and TRN-11: idempotent turns, and a model that is down, slow, failing, rate limiting or malformed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.config import Settings
+from tests.helpers import Org, assert_error
+from tests.turns.conftest import anna, items, turn
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str) -> Settings:
+    """A short model timeout and one retry, so the faults below take seconds."""
+    return Settings(database_url=database_url, data_dir=tmp_path / "data", secret="test-secret-" + "x" * 20,
+                    model_timeout_seconds=1.0, model_max_retries=1)
+
+
+def _post(client: Any, org: Org, key: str | None, **body: Any) -> Any:
+    headers = {**anna(org), **({"Idempotency-Key": key} if key else {})}
+    return client.post("/responses", json={"model": "scripted", **body}, headers=headers)
+
+
+def test_trn_8_the_same_key_and_body_replay_the_answer(client: Any, org: Org, scripted: Any, db: Any) -> None:
+    scripted.reply("Only once.")
+    first = _post(client, org, "k-1", input="Hello")
+    again = _post(client, org, "k-1", input="Hello")
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json() and again.headers["x-core-thread-id"] == first.json()["thread_id"]
+    assert len(scripted.requests) == 1
+    assert db.execute("SELECT count(*) FROM thread_items").fetchone()[0] == 2
+    assert_error(_post(client, org, "k-1", input="Something else"), 422, "idempotency_key_reused",
+                 param="Idempotency-Key")
+    # keys are per credential: another key may use the same name
+    other = org.make_key()["secret"]
+    response = client.post("/responses", json={"model": "scripted", "input": "Hello"},
+                           headers={**anna(org, other), "Idempotency-Key": "k-1"})
+    assert response.status_code == 201 and response.json()["id"] != first.json()["id"]
+    assert_error(_post(client, org, "k-2", input="Hello", store=False), 422, "idempotency_unkept")
+
+
+def test_trn_8_a_repeat_while_the_first_runs_is_409(client: Any, org: Org, scripted: Any) -> None:
+    seen: list[Any] = []
+    scripted.reply("Slow answer.", before=lambda: seen.append(_post(client, org, "k-busy", input="Hello")))
+    first = _post(client, org, "k-busy", input="Hello")
+    assert first.status_code == 201
+    assert_error(seen[0], 409, "idempotency_in_flight", param="Idempotency-Key")
+    assert _post(client, org, "k-busy", input="Hello").json() == first.json()
+
+
+def _failed_turn(client: Any, org: Org, code: str, **body: Any) -> dict[str, Any]:
+    answer = turn(client, anna(org), input="Are you there?", **body)
+    assert answer["status"] == "failed" and answer["error"]["code"] == code, answer
+    assert answer["error"]["message"] and answer["output"] == []
+    kept = items(client, anna(org), answer["thread_id"])
+    assert [(i["type"], i["response_id"]) for i in kept] == [("message", answer["id"])]
+    read = client.get(f"/responses/{answer['id']}", headers=anna(org)).json()
+    assert read["status"] == "failed" and read["error"] == answer["error"]
+    return answer
+
+
+def test_trn_11_http_500_fails_the_turn_after_a_bounded_retry(client: Any, org: Org, scripted: Any) -> None:
+    scripted.fail(500).fail(500)
+    _failed_turn(client, org, "model_error")
+    assert len(scripted.requests) == 2
+
+
+def test_trn_11_a_slow_model_times_out(client: Any, org: Org, scripted: Any) -> None:
+    scripted.stall(3).stall(3)
+    _failed_turn(client, org, "model_timeout")
+
+
+def test_trn_11_malformed_answers_fail_the_turn(client: Any, org: Org, scripted: Any) -> None:
+    scripted.malformed()
+    _failed_turn(client, org, "invalid_model_output")
+
+
+def test_trn_11_a_429_is_retried_after_retry_after(client: Any, org: Org, scripted: Any) -> None:
+    scripted.fail(429, headers={"Retry-After": "1"}).reply("Here now.")
+    assert turn(client, anna(org), input="Hi")["output_text"] == "Here now."
+    scripted.fail(429, headers={"Retry-After": "0"}).fail(429, headers={"Retry-After": "0"})
+    _failed_turn(client, org, "rate_limited")
+
+
+def test_trn_11_a_server_that_is_down(client: Any, org: Org, scripted: Any) -> None:
+    created = client.post("/admin/models", headers=org.admin,
+                          json={"id": "down", "provider": "openai_compatible", "base_url": "http://127.0.0.1:9/v1"})
+    assert created.status_code == 201
+    _failed_turn(client, org, "model_unavailable", model="down")
+
+
+def test_trn_11_a_failed_turn_meters_what_it_spent_and_the_thread_goes_on(client: Any, org: Org,
+                                                                          scripted: Any) -> None:
+    scripted.fail(500).fail(500).reply("Back again.")
+    failed = _failed_turn(client, org, "model_error")
+    after = turn(client, anna(org), input="Retry", previous_response_id=failed["id"])
+    assert after["output_text"] == "Back again."
+    # the failed turn's input stays in what the model is sent next
+    assert [m["content"] for m in scripted.messages(-1)] == ["Are you there?", "Retry"]
+    assert client.get("/usage", headers=org.admin).json()["totals"]["calls"] == 2
