@@ -47,6 +47,7 @@ from shared.schemas.threads import (
     ThreadQuery,
     ThreadStats,
 )
+from shared.schemas.turns import ModelCreate, ModelOut, ModelPage, ResponseCreate, ResponseOut, UsageQuery, UsageReport
 
 if TYPE_CHECKING:
     import polars as pl
@@ -393,6 +394,30 @@ class CoreClient:
         page may still have a `next_cursor`; `searched_to` says how far back this page looked."""
         return self._call("GET", "/thread-items", SearchPage,
                           params={**query_params(query), "cursor": cursor, "limit": limit})
+
+    # ------------------------------------------------------------ models, turns and usage
+
+    def models(self) -> ModelPage:
+        """`GET /models`: the chat models offered to the organisation (a `replay` one says it is recorded)."""
+        return self._call("GET", "/models", ModelPage)
+
+    def add_model(self, body: ModelCreate) -> ModelOut:
+        return self._call("POST", "/admin/models", ModelOut, body=body)
+
+    def remove_model(self, model_id: str, *, org_id: str | None = None) -> None:
+        self._send("DELETE", f"/admin/models/{model_id}", params={"org_id": org_id})
+
+    def create_response(self, body: ResponseCreate) -> ResponseOut:
+        """`POST /responses`: one turn; a failed model answers `status: "failed"` with `error`, not an exception."""
+        return self._call("POST", "/responses", ResponseOut, body=body)
+
+    def response(self, response_id: str) -> ResponseOut:
+        """`GET /responses/{id}` with its trace."""
+        return self._call("GET", f"/responses/{response_id}", ResponseOut)
+
+    def usage(self, filters: UsageQuery | None = None) -> UsageReport:
+        """`GET /usage`: model tokens per day, key and model (administrators)."""
+        return self._call("GET", "/usage", UsageReport, params=query_params(filters or UsageQuery()))
 
 
 class _Paged(Protocol[_T_co]):

@@ -135,3 +135,16 @@ def test_ext_1_replay_answers_from_the_recording() -> None:
 
 def test_ext_1_models_route_needs_a_credential(client: Any) -> None:
     assert_error(client.get("/models", headers=bearer("ck_nope")), 401, "bad_credential")
+
+
+def test_plt_18_the_typed_client_reads_models_turns_and_usage(live_api: str, org: Org, scripted: Any) -> None:
+    from shared.client import CoreClient
+    from shared.schemas.turns import ResponseCreate, UsageQuery
+
+    with CoreClient(live_api, org.admin_token) as admin, CoreClient(live_api, org.key) as key:
+        assert [m.id for m in key.models().data] == ["scripted"]
+        answer = key.create_response(ResponseCreate(input="Hello", model="scripted", store=False))
+        assert answer.status == "completed" and answer.output_text == scripted.DEFAULT
+        report = admin.usage(UsageQuery(key_id=org.key_id))
+        assert report.totals.calls == 1 and report.data[0].model == "scripted"
+        assert admin.usage(UsageQuery(key_id="key_other")).totals.calls == 0
