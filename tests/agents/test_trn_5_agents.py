@@ -177,3 +177,36 @@ def test_trn_5_deleting_an_agent_named_by_an_extraction_switch_is_409_naming_the
     refused = assert_error(client.delete(f"/agents/{agent['id']}", headers=org.admin), 409)
     assert index_id in refused["message"]
     assert client.get(f"/agents/{agent['id']}", headers=org.admin).json() == agent
+
+
+def test_trn_5_concurrent_changes_each_make_their_own_version(org, live_api):
+    import threading
+
+    import httpx
+
+    agent = httpx.post(f"{live_api}/agents", headers=org.admin, json=BASIC).json()
+    path = f"{live_api}/agents/{agent['id']}"
+    answers: list[int] = []
+
+    def writer(name: str) -> None:
+        with httpx.Client(headers=org.admin, timeout=30) as http:
+            answers.extend(http.patch(path, json={"instructions": f"{name} {n}"}).status_code for n in range(8))
+
+    threads = [threading.Thread(target=writer, args=(name,)) for name in ("a", "b", "c")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == [200] * 24
+    versions = httpx.get(f"{path}/versions?limit=200", headers=org.admin).json()["data"]
+    assert [v["version"] for v in versions] == list(range(25, 0, -1))
+    assert httpx.get(path, headers=org.admin).json()["instructions"] == versions[0]["instructions"]
+
+
+def test_trn_5_a_nul_character_is_422_not_500(org, client):
+    assert_error(client.post("/agents", headers=org.admin, json={**BASIC, "instructions": "a\u0000b"}), 422,
+                 "validation_failed")
+    agent = make_agent(client, org.admin)
+    assert_error(client.patch(f"/agents/{agent['id']}", headers=org.admin,
+                              json={"working_state_schema": {"title": "x\u0000"}}), 422, "validation_failed")
+    assert client.get(f"/agents/{agent['id']}", headers=org.admin).json() == agent

@@ -17,6 +17,9 @@ def test_inj_2_memory_injection_is_stored_whole_with_its_defaults(org, client):
     agent = make_agent(client, org.admin, memory_injection={"index_id": index_id, "types": ["fact"], "limit": 5})
     assert agent["memory_injection"] == {"index_id": index_id, "enabled": True, "types": ["fact"], "metadata": {},
                                          "min_confidence": None, "limit": 5, "budget_tokens": 1500}
+    same = client.patch(f"/agents/{agent['id']}", headers=org.admin,
+                        json={"memory_injection": {"index_id": index_id, "limit": 5, "types": ["fact"]}})
+    assert same.json() == agent  # the same block, defaults and all: no new version
     off = make_agent(client, org.admin, name="quiet", memory_injection={"index_id": index_id, "enabled": False})
     assert off["memory_injection"]["enabled"] is False
 

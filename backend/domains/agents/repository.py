@@ -47,11 +47,16 @@ async def insert_agent(db: AsyncSession, agent: dict[str, Any], first: dict[str,
 
 
 async def current(db: AsyncSession, org_id: str, agent_id: str, *, lock: bool = False) -> dict[str, Any] | None:
-    """A live agent's current version; `lock` holds the agent's row so changes to one agent queue up."""
-    query = _current().where(A.c.org_id == org_id, A.c.id == agent_id, A.c.deleted_at.is_(None))
-    if lock:
-        query = query.with_for_update(of=A)
-    row = (await db.execute(query)).first()
+    """A live agent's current version; `lock` holds the agent's row so changes to one agent queue up.
+
+    The lock is taken by a statement of its own: a locking join would recheck a row changed meanwhile against
+    the version row it read before waiting, find no match and answer nothing. The read after it sees the
+    version that the change it waited for committed.
+    """
+    live = and_(A.c.org_id == org_id, A.c.id == agent_id, A.c.deleted_at.is_(None))
+    if lock and (await db.execute(select(A.c.id).where(live).with_for_update())).first() is None:
+        return None
+    row = (await db.execute(_current().where(live))).first()
     return dict(row._mapping) if row else None
 
 
