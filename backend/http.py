@@ -22,6 +22,7 @@ from backend.access.principal import ORG_HEADER
 from backend.access.subjects import SUBJECT_HEADER
 from backend.domains.audit import service as audit
 from backend.errors import NUL_MESSAGE, ApiError, PolicyDenied, ValidationFailed
+from shared.schemas.compaction import RETIRED_COMPACTION_FIELDS
 
 log = logging.getLogger("coremem")
 
@@ -152,7 +153,15 @@ def handle_validation(_: Request, exc: ValidationException) -> Response[Any]:
     if source in ("query", "path", "header", "cookie") and first.get("key"):
         param = str(first["key"])
     clean = _AT_PATH.sub("", message).strip()
-    return error_response(422, "validation_failed", clean or "The request is not valid.", param)
+    return error_response(422, "validation_failed", _retired(param) or clean or "The request is not valid.", param)
+
+
+def _retired(param: str | None) -> str | None:
+    """TRN-6: an old compaction setting is refused with what replaced it, not as a mere unknown field."""
+    container, _, name = (param or "").rpartition(".")
+    if container == "compaction" or container.endswith(".compaction"):
+        return RETIRED_COMPACTION_FIELDS.get(name)
+    return None
 
 
 def _looks_like_json_error(message: str) -> bool:

@@ -14,6 +14,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 import httpx
 import msgspec
 
+from shared.schemas.agents import AgentCreate, AgentOut, AgentPage, AgentPatch, AgentVersionOut, AgentVersionPage
 from shared.schemas.common import ErrorBody
 from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryPage, MemoryPatch, MemoryQuery, MemoryStats
 from shared.schemas.platform import (
@@ -255,6 +256,37 @@ class CoreClient:
 
     def all_indexes(self, *, page_size: int = 200) -> list[IndexOut]:
         return list(_walk(lambda cursor: self.indexes(cursor=cursor, limit=page_size)))
+
+    # ------------------------------------------------------------ agents (TRN-5)
+
+    def agents(self, *, cursor: str | None = None, limit: int | None = None) -> AgentPage:
+        return self._call("GET", "/agents", AgentPage, params={"cursor": cursor, "limit": limit})
+
+    def all_agents(self, *, page_size: int = 200) -> list[AgentOut]:
+        return list(_walk(lambda cursor: self.agents(cursor=cursor, limit=page_size)))
+
+    def agent(self, agent_id: str) -> AgentOut:
+        return self._call("GET", f"/agents/{agent_id}", AgentOut)
+
+    def create_agent(self, body: AgentCreate | Mapping[str, Any]) -> AgentOut:
+        """Version 1 of a new agent. A mapping is sent as it is, so the API judges it and its 422 names the field."""
+        return self._call("POST", "/agents", AgentOut, body=body)
+
+    def update_agent(self, agent_id: str, changes: AgentPatch | Mapping[str, Any]) -> AgentOut:
+        """The fields set on `changes` (null removes an optional one) become the agent's next version."""
+        return self._call("PATCH", f"/agents/{agent_id}", AgentOut, body=changes)
+
+    def delete_agent(self, agent_id: str) -> None:
+        self._send("DELETE", f"/agents/{agent_id}")
+
+    def agent_versions(self, agent_id: str, *, cursor: str | None = None, limit: int | None = None
+                       ) -> AgentVersionPage:
+        """An agent's versions, newest first."""
+        return self._call("GET", f"/agents/{agent_id}/versions", AgentVersionPage,
+                          params={"cursor": cursor, "limit": limit})
+
+    def agent_version(self, agent_id: str, version: int) -> AgentVersionOut:
+        return self._call("GET", f"/agents/{agent_id}/versions/{version}", AgentVersionOut)
 
     # ------------------------------------------------------------ audit trail
 

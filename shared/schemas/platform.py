@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from shared.schemas.common import UNSET, Instant, JSONObject, Model, UnsetType
+from shared.schemas.compaction import CompactionSettings
 
 Capability = Literal["knowledge", "memory", "threads", "tooling", "compaction", "management", "trust_envelope"]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
@@ -52,6 +53,7 @@ class KeyMemoryConfig(Model):
     write_tool: bool = False
     injection: InjectionBlock | None = None
     decay: dict[str, HalfLife] = {}
+    compaction: CompactionSettings | None = None  # TRN-6; an agent's own settings replace these for its turns
 
 
 class KeyCreate(Model):

@@ -198,3 +198,33 @@ def test_trn_4_the_state_tool_needs_tooling_threads_and_a_kept_turn(client: Any,
         assert_error(client.post("/responses", headers=anna(org, key), json=body), 400, param="tools[0]")
     body = {"model": "scripted", "input": "x", "tools": _state_tool(), "store": False}
     assert_error(client.post("/responses", headers=anna(org), json=body), 400, "tool_needs_stored_turn")
+
+
+def test_trn_5_a_turn_on_an_agent_uses_its_model_instructions_block_and_state_schema(client: Any, org: Org,
+                                                                                     scripted: Any) -> None:
+    index_id, key = _store(client, org)
+    client.post("/memory", headers=bearer(org.key, subject="anna"),
+                json={"index_id": index_id, "type": "fact", "text": "Has a dog named Rex"})
+    schema = {"type": "object", "properties": {"step": {"type": "integer"}}, "additionalProperties": False}
+    agent = client.post("/agents", headers=org.admin, json={
+        "name": "planner", "model": "scripted", "instructions": "You plan moves.",
+        "memory_injection": {"index_id": index_id}, "working_state_schema": schema})
+    assert agent.status_code == 201, agent.text
+    agent_id = agent.json()["id"]
+    scripted.reply(tool_calls=[("builtin__update_working_state", {"patch": {"goal": "x"}})])
+    scripted.reply(tool_calls=[("builtin__update_working_state", {"patch": {"step": 2}})]).reply("Planned.")
+    answer = turn(client, anna(org, key), input="Plan.", agent_id=agent_id, model=None, tools=_state_tool())
+    assert answer["agent_id"] == agent_id and answer["agent_version"] == 1 and answer["model"] == "scripted"
+    sent = scripted.messages(0)
+    assert sent[0] == {"role": "system", "content": "You plan moves."}
+    assert "Has a dog named Rex" in sent[1]["content"]  # the agent's block, though the key has none
+    refused, accepted = answer["output"][1], answer["output"][3]
+    assert refused["error"] and "working_state_schema" in refused["error"] and refused["output"] == ""
+    assert json.loads(accepted["output"]) == {"version": 1, "size": len('{"step":2}')}
+    assert client.get(f"/threads/{answer['thread_id']}/state", headers=anna(org, key)).json()["state"] == {"step": 2}
+    trace = client.get(f"/responses/{answer['id']}", headers=anna(org, key)).json()["trace"]
+    assert trace["agent"] == {"id": agent_id, "version": 1}
+    both = {"model": "scripted", "agent_id": agent_id, "input": "x"}
+    assert_error(client.post("/responses", headers=anna(org, key), json=both), 422, param="model")
+    assert_error(client.post("/responses", headers=anna(org, key), json={"agent_id": "agt_nope", "input": "x"}),
+                 404, param="agent_id")

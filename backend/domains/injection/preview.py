@@ -11,6 +11,7 @@ from backend.access.context import RequestContext
 from backend.access.policy import default_policy
 from backend.access.principal import ALL_CAPABILITIES, Principal
 from backend.access.subjects import Subject, check_subject_id
+from backend.domains.agents.service import resolve as resolve_agent
 from backend.domains.indexes.service import reachable
 from backend.domains.injection.config import choose_block
 from backend.domains.injection.service import Built, build
@@ -28,20 +29,28 @@ NOTES = {
     "index_not_named": "Nothing is injected: this key's policy does not name the store its block injects from.",
     "index_missing": "Nothing is injected: the store this key's block names does not exist any more.",
 }
+AGENT_NOTES = {
+    "disabled": "Nothing is injected: this agent's injection block is switched off (enabled: false), which "
+                "replaces the key's block.",
+    "index_not_named": "Nothing is injected: this key's policy does not name the store this agent's block injects "
+                       "from.",
+    "index_missing": "Nothing is injected: the store this agent's block names does not exist any more.",
+}
 
 
 async def preview(ctx: RequestContext, index_id: str, body: PreviewIn) -> dict[str, Any]:
     """Exactly what a turn with that key (or agent) for that person would get, without changing anything.
 
-    The block is the key's own, as a turn chooses it; with `store_override` (or an administrator naming no key,
-    who has no turn to mirror) the key's block, else the default one, is applied to this page's store instead.
+    The block is the key's own, as a turn chooses it, or the block of the agent named by `agent_id`, which replaces
+    the key's whole (INJ-2); with `store_override` (or an administrator naming neither a key nor an agent with a
+    block, who has no turn to mirror) that block, else the default one, is applied to this page's store instead.
     """
     ctx.require_management()
     db, org = ctx.db, ctx.org
     await reachable(db, ctx.management_scope, index_id)
-    if body.agent_id is not None:
-        raise NotFound("No such agent: agents arrive with turns; preview with a key for now.", param="agent_id",
-                       code="agent_not_found")
+    # INJ-2: an agent's block replaces the key's whole, exactly as in the agent's turns.
+    agent = None if body.agent_id is None else await resolve_agent(ctx, body.agent_id)
+    agent_block = agent.memory_injection if agent else None
     key = ctx.principal.key
     if body.key_id is not None:
         key = await keys_repo.get(db, ctx.org_id, body.key_id)
@@ -56,34 +65,41 @@ async def preview(ctx: RequestContext, index_id: str, body: PreviewIn) -> dict[s
         subject = Subject(check_subject_id(body.subject.id, "subject.id"), dict(body.subject.attributes))
     acting = Principal("key", ctx.org_id, ctx.actor, frozenset(key["capabilities"]), subject, key=key)
     scope = ctx.acting_as(acting).management_scope
-    override = body.store_override or no_key
-    raw = (key.get("memory") or {}).get("injection")
+    # Without a key there is no turn to mirror, unless an agent brings its own block.
+    override = body.store_override or (no_key and agent_block is None)
+    raw = agent_block or (key.get("memory") or {}).get("injection")
     if override:
         block_cfg = msgspec.structs.replace(msgspec.convert(raw, InjectionBlock), index_id=index_id) if raw else \
             InjectionBlock(index_id=index_id)
         chosen = choose_block(acting, scope, msgspec.to_builtins(block_cfg))
     else:
-        chosen = choose_block(acting, scope)  # what a turn with this key does
+        chosen = choose_block(acting, scope, agent_block)  # what a turn with this key (and agent) does
         if chosen.block is not None and chosen.block.index_id != index_id:
             # The turn reads another store: the caller must reach it too, or the preview would show it more.
-            await reachable(db, ctx.management_scope, chosen.block.index_id, param="key_id")
+            await reachable(db, ctx.management_scope, chosen.block.index_id,
+                            param="agent_id" if agent_block else "key_id")
     built = await build(db, scope, decay.half_lives(org, key), chosen, turn_input=body.input,
                         max_budget=ctx.settings.injection_max_budget_tokens, at=body.at, explain=True)
     records = [{"id": c.id, "section": c.section, "type": c.type, "owner": c.owner, "line": line,
                 "tokens": utf8_bytes_over_four(line)} for line, c in (built.block.lines if built.block else [])]
     await ctx.audit("injection.preview", subject_id=subject.id if subject else None, object_type="store",
-                    object_id=index_id, detail={"key_id": key.get("id"), "injected": len(records),
-                                                "input_given": bool(body.input), "store_override": override})
+                    object_id=index_id, detail={"key_id": key.get("id"), "agent_id": body.agent_id,
+                                                "agent_version": agent.version if agent else None,
+                                                "injected": len(records), "input_given": bool(body.input),
+                                                "store_override": override})
     return {"block": built.text, "trace": built.trace(), "records": records, "store_override": override,
-            "note": _note(built, index_id, no_key)}
+            "note": _note(built, index_id, no_key, agent_block is not None)}
 
 
-def _note(built: Built, index_id: str, no_key: bool) -> str | None:
-    if no_key:
+def _note(built: Built, index_id: str, no_key: bool, agent_block: bool) -> str | None:
+    who = "agent" if agent_block else "key"
+    if no_key and not agent_block:
         return "No key chosen: this store's default block under the default policy, as a key without settings of " \
                "its own would get it."
+    if agent_block and built.reason in AGENT_NOTES:
+        return AGENT_NOTES[built.reason]
     if built.reason in NOTES:
         return NOTES[built.reason]
     if built.index_id is not None and built.index_id != index_id:
-        return f"This key injects from the store {built.index_id}, not from {index_id}; shown is what its turns get."
+        return f"This {who} injects from the store {built.index_id}, not from {index_id}; shown is what its turns get."
     return None

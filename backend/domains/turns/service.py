@@ -17,6 +17,7 @@ import msgspec
 
 from backend.access.context import RequestContext
 from backend.access.subjects import combine, parse_subject
+from backend.domains.agents import service as agents
 from backend.domains.injection import service as injection
 from backend.domains.injection.config import choose_block
 from backend.domains.memory import decay
@@ -28,7 +29,7 @@ from backend.domains.threads import service as threads
 from backend.domains.turns import conversation, documents, inputs, loop
 from backend.domains.turns import repository as repo
 from backend.domains.turns.state_tool import apply as apply_state
-from backend.domains.turns.turn import Turn, TurnFailure
+from backend.domains.turns.turn import AgentTurn, Turn, TurnFailure
 from backend.domains.usage import repository as usage
 from backend.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from backend.ids import new_id
@@ -75,6 +76,13 @@ async def replayed(ctx: RequestContext, body: ResponseCreate, key: str | None) -
     return documents.document(row)
 
 
+def _agent_turn(agent: agents.AgentVersion | None) -> AgentTurn | None:
+    if agent is None:
+        return None
+    return AgentTurn(agent.id, agent.version, agent.instructions, agent.memory_injection,
+                     agent.working_state_schema, agent.compaction)
+
+
 async def _thread_of(ctx: RequestContext, field: tuple[str, str]) -> str:
     name, value = field
     if name == "previous_response_id":
@@ -100,17 +108,17 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     if (body.model is None) == (body.agent_id is None):
         raise ValidationFailed("Name the model (`model`, from GET /models) or an agent (`agent_id`), one of them.",
                                param="model")
-    if body.agent_id is not None:
-        raise ValidationFailed("Agents are not available on this server yet.", param="agent_id")
+    agent = await agents.resolve(ctx, body.agent_id) if body.agent_id is not None else None
     stored = body.store and "threads" in ctx.principal.capabilities
     items = inputs.input_items(body.input)
     zone = check_timezone(body.timezone, "timezone") if body.timezone else str(ctx.org.get("timezone") or "UTC")
-    spec = await models.offered_spec(ctx.db, ctx.org_id, str(body.model))
+    model_id = agent.model if agent is not None else str(body.model)
+    spec = await models.offered_spec(ctx.db, ctx.org_id, model_id, param="agent_id" if agent else "model")
     tools = await inputs.turn_tools(ctx, body, stored=stored)
     earlier = await replayed(ctx, body, idempotency_key)
     if earlier is not None:
         return earlier
-    turn = Turn(ctx, body, spec, items, tools, zone, stored)
+    turn = Turn(ctx, body, spec, items, tools, zone, stored, agent=_agent_turn(agent))
     if field is not None:
         turn.thread_id = await _thread_of(ctx, field)
     await _check_outputs(turn)

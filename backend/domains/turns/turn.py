@@ -24,9 +24,9 @@ class AgentTurn:
     id: str
     version: int
     instructions: str | None = None
-    memory_injection: dict[str, Any] | None = None
+    memory_injection: Any = None  # the agent's block (INJ-2), for choose_block
     working_state_schema: dict[str, Any] | None = None
-    compaction: dict[str, Any] | None = None
+    compaction: Any = None  # CompactionSettings
 
 
 @dataclass
