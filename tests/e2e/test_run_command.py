@@ -118,16 +118,22 @@ def test_the_readme_curl_tour_runs_top_to_bottom_against_the_demo(running: Runni
     tour = curl_tour()
     first, _, rest = tour.partition("\n")
     assert first == "BASE=http://127.0.0.1:8000", "the tour starts by naming the API's address"
-    script = "\n".join([
+    prelude = "\n".join([
         "set -euo pipefail -o xtrace",
         # Any answer outside 2xx ends the script with curl's exit code 22, printing the answer's body.
-        'curl() { command curl --fail-with-body --show-error --max-time 30 "$@"; echo; }',
+        'curl() { command curl --fail-with-body --show-error --max-time 30 "$@" && echo; }',
         f"BASE={running.api}",
-        rest,
-        "echo TOUR-COMPLETE",
     ])
-    done = subprocess.run(["bash", "-c", script], env=running.env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+
+    def bash(body: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", f"{prelude}\n{body}\necho TOUR-COMPLETE"], env=running.env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+
+    # The harness itself stops at a refusal, also one inside a command substitution.
+    for failing in ("curl -s $BASE/key", 'X=$(curl -s $BASE/key | cat)'):
+        refused = bash(failing)
+        assert refused.returncode == 22 and "TOUR-COMPLETE" not in refused.stdout, (failing, refused)
+    done = bash(rest)
     report = f"exit {done.returncode}\n--- stdout (end)\n{done.stdout[-6000:]}\n--- stderr (end)\n{done.stderr[-4000:]}"
     assert done.returncode == 0, report
     assert done.stdout.rstrip().endswith("TOUR-COMPLETE"), report
