@@ -112,9 +112,11 @@ def _announce_demo(url: str) -> str | None:
     org = _demo_org(url)
     if org is None:
         return None
+    env_file = get_settings().data_dir / DEMO_ENV
+    kept = f" (kept in {env_file})" if env_file.exists() else ""
     click.echo(f"Demo organisation {org['name']!r} ({org['id']}); log in as {DEMO_ADMIN} with the password printed on "
-               f"the first start (`coremem bootstrap --org {org['name']} --admin {DEMO_ADMIN}` sets a new one and "
-               "makes a new key).")
+               f"the first start{kept}; `coremem bootstrap --org {org['name']} --admin {DEMO_ADMIN}` sets a new "
+               "one and makes a new key.")
     return DEMO_ADMIN
 
 

@@ -158,3 +158,50 @@ def test_plt_19_sigint_stops_the_api_the_dashboard_and_the_database(running: Run
         time.sleep(0.2)
     assert not psutil.pid_exists(database_pid), "the embedded PostgreSQL outlived `coremem run`"
     assert not _answers(f"{running.api}/health") and not _answers(f"{running.dashboard}/_stcore/health")
+
+
+def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("w") as out:
+        return subprocess.Popen([*_coremem(), "run", *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], log: Path, *urls: str) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while not all(_answers(u) for u in urls):
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.3)
+
+
+def test_plt_19_sigterm_stops_both_and_a_restart_keeps_the_one_demo(database_url: str, tmp_path: Path) -> None:
+    """A process manager's SIGTERM stops the API and the dashboard; the next start finds the demo, makes none."""
+    api_port, dash_port = _free_port(), _free_port()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CORE_")}, "CORE_DATABASE_URL": database_url,
+           "CORE_DATA_DIR": str(tmp_path / "data"), "CORE_SECRET": "run-test-secret-" + "x" * 20}
+    api, dashboard = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{dash_port}"
+    first = tmp_path / "first.log"
+    proc = _start(["--port", str(api_port), "--dashboard-port", str(dash_port)], env, first)
+    try:
+        _wait_ready(proc, first, f"{api}/ready", f"{dashboard}/_stcore/health")
+        org_id = re.search(r"Demo organisation 'Demo' \((org_\w+)\) created", first.read_text())
+        assert org_id, first.read_text()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    deadline = time.monotonic() + 15
+    while _answers(f"{dashboard}/_stcore/health") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _answers(f"{dashboard}/_stcore/health"), "the dashboard outlived `coremem run`"
+    assert not _answers(f"{api}/health")
+
+    second = tmp_path / "second.log"
+    proc = _start(["--port", str(api_port), "--no-dashboard"], env, second)
+    try:
+        _wait_ready(proc, second, f"{api}/ready")
+        printed = second.read_text()
+        assert "created" not in printed and f"Demo organisation 'Demo' ({org_id.group(1)}); log in as" in printed
+        assert f"kept in {tmp_path / 'data' / 'demo.env'}" in printed
+        assert "Dashboard:" not in printed
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
