@@ -33,10 +33,15 @@ def org_exists(url: str, org_name: str) -> bool:
 def make_demo(url: str, org_name: str, seed: int | None = None) -> tuple[dict[str, Any], Counter[str], float]:
     """Bootstrap the organisation, then write the demo into it through the API; (credentials, counts, seconds)."""
     from backend.demo import DEFAULT_SEED, create_demo
+    from shared.client import ApiError
 
     started = time.monotonic()
     credentials = bootstrap_org(url, org_name, admin_email(org_name))
-    counts = create_demo(url, credentials, seed=DEFAULT_SEED if seed is None else seed)
+    try:
+        counts = create_demo(url, credentials, seed=DEFAULT_SEED if seed is None else seed)
+    except ApiError as err:  # the organisation stays, half filled: say which, so it can be found and removed
+        raise click.ClickException(f"The API refused part of the demo for {org_name!r} ({credentials['org_id']}): "
+                                   f"{err}") from err
     return credentials, counts, time.monotonic() - started
 
 
