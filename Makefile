@@ -1,5 +1,10 @@
 # The newcomer path: `make run` (the whole product with demo data) and `make test`.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# `make run HOST=0.0.0.0 PORT=9000 DASHBOARD_PORT=9501`, or any `coremem run` options in ARGS (they come last and win).
+HOST ?= 127.0.0.1
+PORT ?= 8000
+DASHBOARD_PORT ?= 8501
+ARGS ?=
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -26,7 +31,7 @@ pytest: $(STAMP)
 test: lint typecheck pytest
 
 run: $(STAMP)
-	$(BIN)/coremem run
+	$(BIN)/coremem run --host $(HOST) --port $(PORT) --dashboard-port $(DASHBOARD_PORT) $(ARGS)
 
 serve: $(STAMP)
 	$(BIN)/coremem serve

@@ -39,6 +39,7 @@ from backend.http import (
     handle_validation,
     provide_context,
     provide_db,
+    provide_turn_context,
     refuse_nul_in_url,
 )
 from backend.params import provide_page
@@ -103,7 +104,8 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
                         ThreadItemSearchController, ExportController, MemoryController, ToolController,
                         SubjectController, ModelController, AdminModelController, UsageController,
                         ResponseController, MessagesController, AgentController],
-        dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page)},
+        dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page),
+                      "turn": Provide(provide_turn_context)},
         before_request=refuse_nul_in_url,
         exception_handlers={
             ApiError: handle_api_error,

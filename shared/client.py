@@ -16,13 +16,23 @@ import msgspec
 
 from shared.schemas.agents import AgentCreate, AgentOut, AgentPage, AgentPatch, AgentVersionOut, AgentVersionPage
 from shared.schemas.common import ErrorBody
-from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryPage, MemoryPatch, MemoryQuery, MemoryStats
+from shared.schemas.memory import (
+    MemoryBatch,
+    MemoryBatchOut,
+    MemoryHistory,
+    MemoryOut,
+    MemoryPage,
+    MemoryPatch,
+    MemoryQuery,
+    MemoryStats,
+)
 from shared.schemas.platform import (
     AuditEventOut,
     AuditPage,
     AuditQuery,
     ChainStatus,
     Health,
+    IndexCreate,
     IndexOut,
     IndexPage,
     KeyAuditPage,
@@ -34,15 +44,23 @@ from shared.schemas.platform import (
     LoginOut,
     OrgOut,
     OrgPage,
+    OrgPatch,
+    SubjectIn,
 )
 from shared.schemas.stores import PreviewIn, PreviewOut, StoreSettingsOut, StoreSettingsPatch
 from shared.schemas.threads import (
     ItemSearchQuery,
+    ItemsIn,
     ItemsOut,
+    NoteIn,
+    NoteOut,
     NotePage,
     SearchPage,
     StateOut,
+    StatePut,
     SummaryPage,
+    ThreadCreate,
+    ThreadCreated,
     ThreadOut,
     ThreadPage,
     ThreadQuery,
@@ -56,6 +74,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 _T_co = TypeVar("_T_co", covariant=True)
 ORG_HEADER = "X-Core-Org"
+SUBJECT_HEADER = "X-Core-Subject"
 API_URL_ENV = "CORE_API_URL"  # where the dashboard (and scripts) find the API
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 15.0
@@ -150,10 +169,12 @@ class CoreClient:
     """
 
     def __init__(self, base_url: str, token: str | None = None, org_id: str | None = None, *,
-                 timeout: float = DEFAULT_TIMEOUT, transport: httpx.BaseTransport | None = None) -> None:
+                 timeout: float = DEFAULT_TIMEOUT, transport: httpx.BaseTransport | None = None,
+                 subject: SubjectIn | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.org_id = org_id
+        self.subject = subject  # the person every request is for (`X-Core-Subject`); None: nobody named
         self.timeout = timeout
         self._transport = transport
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
@@ -171,7 +192,14 @@ class CoreClient:
 
     def for_org(self, org_id: str | None) -> CoreClient:
         """The same credential aimed at another organisation (operators)."""
-        return CoreClient(self.base_url, self.token, org_id, timeout=self.timeout, transport=self._transport)
+        return CoreClient(self.base_url, self.token, org_id, timeout=self.timeout, transport=self._transport,
+                          subject=self.subject)
+
+    def for_person(self, subject_id: str, attributes: Mapping[str, Sequence[str]] | None = None) -> CoreClient:
+        """The same credential acting for one person (sent as `X-Core-Subject`); close it when done."""
+        subject = SubjectIn(id=subject_id, attributes={k: list(v) for k, v in (attributes or {}).items()})
+        return CoreClient(self.base_url, self.token, self.org_id, timeout=self.timeout, transport=self._transport,
+                          subject=subject)
 
     def cache_key(self) -> tuple[str, str | None, str | None]:
         """What distinguishes two clients' answers; used by the dashboard's caches."""
@@ -183,6 +211,8 @@ class CoreClient:
             headers["Authorization"] = f"Bearer {self.token}"
         if self.org_id:
             headers[ORG_HEADER] = self.org_id
+        if self.subject is not None:
+            headers[SUBJECT_HEADER] = msgspec.json.encode(self.subject).decode()
         return headers
 
     def _send(self, method: str, path: str, *, params: Mapping[str, QueryValue] | None = None,
@@ -450,6 +480,38 @@ class CoreClient:
     def usage(self, filters: UsageQuery | None = None) -> UsageReport:
         """`GET /usage`: model tokens per day, key and model (administrators)."""
         return self._call("GET", "/usage", UsageReport, params=query_params(filters or UsageQuery()))
+    # ---- writes (the demo and scripts; the dashboard's edits are above)
+
+    def update_org(self, org_id: str, changes: OrgPatch) -> OrgOut:
+        return self._call("PATCH", f"/tenants/{org_id}", OrgOut, body=changes)
+
+    def put_vocabulary(self, org_id: str, vocabulary: Mapping[str, Any]) -> dict[str, Any]:
+        """Register the organisation's label vocabulary per kind; labels outside it are refused afterwards."""
+        return self._call("PUT", f"/tenants/{org_id}/vocabulary", dict[str, Any], body=vocabulary)
+
+    def revoke_key(self, org_id: str, key_id: str) -> KeyOut:
+        return self._call("POST", f"/tenants/{org_id}/keys/{key_id}/revoke", KeyOut)
+
+    def create_index(self, body: IndexCreate) -> IndexOut:
+        return self._call("POST", "/indexes", IndexOut, body=body)
+
+    def write_memory_batch(self, body: MemoryBatch) -> MemoryBatchOut:
+        """Up to 1,000 records in one transaction, all or nothing, for the client's person (or shared)."""
+        return self._call("POST", "/memory/batch", MemoryBatchOut, body=body)
+
+    def create_thread(self, body: ThreadCreate) -> ThreadCreated:
+        """Open a thread owned by the client's person (or nobody), with its first items."""
+        return self._call("POST", "/threads", ThreadCreated, body=body)
+
+    def append_items(self, thread_id: str, body: ItemsIn) -> ItemsOut:
+        return self._call("POST", f"/threads/{thread_id}/items", ItemsOut, body=body)
+
+    def put_note(self, thread_id: str, item_id: str, body: NoteIn) -> NoteOut:
+        """Replace the client's person's own note on a message (the organisation's when nobody is named)."""
+        return self._call("PUT", f"/threads/{thread_id}/items/{item_id}/metadata", NoteOut, body=body)
+
+    def put_thread_state(self, thread_id: str, body: StatePut) -> StateOut:
+        return self._call("PUT", f"/threads/{thread_id}/state", StateOut, body=body)
 
 
 class _Paged(Protocol[_T_co]):
@@ -501,6 +563,7 @@ __all__ = (
     "DEFAULT_API_URL",
     "DEFAULT_TIMEOUT",
     "ORG_HEADER",
+    "SUBJECT_HEADER",
     "ApiError",
     "CoreClient",
     "ExportFormat",

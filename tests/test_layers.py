@@ -17,7 +17,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("backend.access", "backend.providers"),
     ("backend.domains",),
     ("backend.http", "backend.contexts", "backend.openapi", "backend.jobs"),
-    ("backend.app", "backend.cli", "shared.client"),  # the client calls the API; only the command uses its names
+    # the client calls the API; only the command uses its names. The demo writes through the client.
+    ("backend.app", "backend.cli", "backend.demo", "shared.client"),
 ]
 
 

@@ -6,12 +6,15 @@ import os
 import signal
 import subprocess
 import sys
+from typing import Any
 
 import click
 
-from backend.cli.admin import bootstrap_org
 from backend.cli.base import DASHBOARD_PORT, DEMO_ADMIN, DEMO_ORG, database_url, main, with_session
+from backend.cli.demo import describe, make_demo, write_env_file
 from backend.config import get_settings
+
+DEMO_ENV = "demo.env"  # in CORE_DATA_DIR: the first start's demo credentials, for the README's tour
 
 
 def _serve(host: str, port: int, url: str | None = None) -> None:
@@ -80,10 +83,41 @@ def dashboard(host: str, port: int, api_url: str | None) -> None:
     os.execve(command[0], command, _dashboard_env(api))
 
 
-def _demo_admin_exists(url: str) -> bool:
+def _empty(url: str) -> bool:
     from backend.domains.orgs import repository
 
-    return with_session(url, lambda db: repository.admin_by_email(db, DEMO_ADMIN)) is not None
+    return not with_session(url, repository.any_org)
+
+
+def _demo_org(url: str) -> dict[str, Any] | None:
+    """The demo organisation, when its administrator still exists."""
+    from backend.domains.orgs import repository
+
+    async def find(db: Any) -> dict[str, Any] | None:
+        admin = await repository.admin_by_email(db, DEMO_ADMIN)
+        return None if admin is None or admin["org_id"] is None else await repository.get(db, admin["org_id"])
+
+    return with_session(url, find)
+
+
+def _announce_demo(url: str) -> str | None:
+    """Create the demo on an empty database, else say where the existing one is; answers the login to show."""
+    if _empty(url):
+        credentials, counts, seconds = make_demo(url, DEMO_ORG)
+        env_file = get_settings().data_dir / DEMO_ENV
+        write_env_file(env_file, credentials)
+        click.echo(describe(DEMO_ORG, credentials, counts, seconds))
+        click.echo(f"  (also in {env_file}, for the README's tour)")
+        return DEMO_ADMIN
+    org = _demo_org(url)
+    if org is None:
+        return None
+    env_file = get_settings().data_dir / DEMO_ENV
+    kept = f" (kept in {env_file})" if env_file.exists() else ""
+    click.echo(f"Demo organisation {org['name']!r} ({org['id']}); log in as {DEMO_ADMIN} with the password printed on "
+               f"the first start{kept}; `coremem bootstrap --org {org['name']} --admin {DEMO_ADMIN}` sets a new "
+               "one and makes a new key.")
+    return DEMO_ADMIN
 
 
 @main.command()
@@ -92,33 +126,26 @@ def _demo_admin_exists(url: str) -> bool:
 @click.option("--dashboard-port", default=DASHBOARD_PORT, show_default=True, type=int)
 @click.option("--no-dashboard", is_flag=True, help="Start the API only.")
 def run(host: str, port: int, dashboard_port: int, no_dashboard: bool) -> None:
-    """The whole product for a newcomer: database, migrations, demo data on first start, the API and the dashboard."""
+    """The whole product for a newcomer: database, migrations, demo data on an empty database, the API and the
+    dashboard."""
     from backend.db import migrate as migrations
 
     url = database_url()
-    fresh = migrations.current_revision(url) is None
     migrations.upgrade(url)
-    demo_login = fresh
-    if fresh:
-        demo = bootstrap_org(url, DEMO_ORG, DEMO_ADMIN)
-        click.echo("Demo organisation created. Keep these; they are shown once:")
-        click.echo(f"  administrator: {demo['admin_email']}  password: {demo['admin_password']}")
-        click.echo(f"  API key:       {demo['key']}")
-    elif _demo_admin_exists(url):
-        demo_login = True
-        click.echo(f"Demo login: {DEMO_ADMIN} with the password printed on the first start "
-                   f"(`coremem bootstrap --org {DEMO_ORG} --admin {DEMO_ADMIN}` sets a new one).")
+    login = _announce_demo(url)
     api = _local_url(host, port)
-    click.echo(f"API:       {api}")
-    click.echo(f"OpenAPI:   {api}/schema/openapi.json")
+    click.echo(f"API:        {api}")
+    click.echo(f"Swagger UI: {api}/schema/swagger")
+    click.echo(f"OpenAPI:    {api}/schema/openapi.json")
     streamlit: subprocess.Popen[bytes] | None = None
     if not no_dashboard:
         streamlit = subprocess.Popen(_dashboard_command(host, dashboard_port), env=_dashboard_env(api))
-        hint = f"  (log in as {DEMO_ADMIN})" if demo_login else ""
-        click.echo(f"Dashboard: {_local_url(host, dashboard_port)}{hint}")
+        hint = f"  (log in as {login})" if login else ""
+        click.echo(f"Dashboard:  {_local_url(host, dashboard_port)}{hint}")
         # uvicorn re-raises SIGTERM after its graceful shutdown; turning it into SystemExit lets `finally` stop
         # Streamlit instead of leaving it orphaned.
         signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+    sys.stdout.flush()
     try:
         _serve(host, port, url)
     finally:
@@ -128,5 +155,3 @@ def run(host: str, port: int, dashboard_port: int, no_dashboard: bool) -> None:
                 streamlit.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 streamlit.kill()
-
-

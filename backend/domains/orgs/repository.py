@@ -33,6 +33,11 @@ async def list_all(db: AsyncSession) -> list[dict[str, Any]]:
     return [dict(r._mapping) for r in (await db.execute(select(ORGS).order_by(ORGS.c.id))).all()]
 
 
+async def any_org(db: AsyncSession) -> bool:
+    """Whether the database holds an organisation at all (`coremem run` fills an empty one with the demo)."""
+    return (await db.execute(select(ORGS.c.id).limit(1))).first() is not None
+
+
 async def insert_org(db: AsyncSession, values: dict[str, Any]) -> None:
     await db.execute(insert(ORGS).values(**values))
 

@@ -6,13 +6,11 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, Response, get, post
-from litestar.di import Provide
 from litestar.params import Parameter
 
 from backend.access.context import RequestContext
 from backend.domains.turns import anthropic, service
-from backend.errors import ValidationFailed
-from backend.http import error_response, provide_turn_context
+from backend.errors import ApiError, ValidationFailed
 from shared.schemas.turns import MessageOut, MessagesCreate, ResponseCreate, ResponseOut
 
 THREAD_HEADER = "X-Core-Thread-Id"
@@ -28,7 +26,7 @@ class ResponseController(Controller):
     path = "/responses"
     tags = ["turns"]
 
-    @post("", dependencies={"turn": Provide(provide_turn_context)},
+    @post("",
           summary="Run a turn: the model answers with memory injected and tools run; kept in a thread")
     async def create(self, data: ResponseCreate, turn: RequestContext,
                      idempotency_key: IdempotencyKey = None) -> Response[ResponseOut]:
@@ -50,8 +48,8 @@ async def _messages(data: MessagesCreate, turn: RequestContext, thread: str | No
     if doc["status"] == "failed":
         # The Anthropic shape has no failed message: a failed turn is an error naming the kept response.
         error = doc["error"]
-        return error_response(502, error["code"], f"{error['message']} (response {doc['id']})", None,
-                              headers=_thread_header(doc))
+        raise ApiError(f"{error['message']} (response {doc['id']})", code=error["code"], status=502,
+                       headers=_thread_header(doc))
     answer = anthropic.answer(doc, anthropic.client_functions(body))
     return Response(msgspec.convert(answer, MessageOut), status_code=200, headers=_thread_header(doc))
 
@@ -60,13 +58,13 @@ class MessagesController(Controller):
     path = "/"
     tags = ["turns"]
 
-    @post("/messages", dependencies={"turn": Provide(provide_turn_context)}, status_code=200,
+    @post("/messages", status_code=200,
           summary="Run a turn in the Anthropic Messages shapes; the thread travels in X-Core-Thread-Id")
     async def messages(self, data: MessagesCreate, turn: RequestContext, thread: ThreadHeader = None,
                        idempotency_key: IdempotencyKey = None) -> Response[MessageOut]:
         return await _messages(data, turn, thread, idempotency_key)
 
-    @post("/v1/messages", dependencies={"turn": Provide(provide_turn_context)}, status_code=200,
+    @post("/v1/messages", status_code=200,
           include_in_schema=False, summary="POST /messages where the official Anthropic SDK sends it")
     async def messages_v1(self, data: MessagesCreate, turn: RequestContext, thread: ThreadHeader = None,
                           idempotency_key: IdempotencyKey = None) -> Response[MessageOut]:

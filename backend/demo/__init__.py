@@ -1,0 +1,44 @@
+"""The demo organisation that `coremem run` creates on an empty database and `coremem demo` adds to any.
+
+Content is seeded: the same seed and day give the same people, records, threads, notes, states, stores and keys
+(ids, secrets and creation times differ, as they must). It is written through the API, in this process
+(`transport.in_process_api`), after `coremem bootstrap` made the organisation and its administrator.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import httpx
+
+from backend.demo.build import DEFAULT_SEED, STEPS, Demo, Step, build
+from backend.demo.settings import TIMEZONE
+from backend.demo.transport import in_process_api
+from shared.client import CoreClient
+
+
+def today() -> date:
+    """The demo organisation's current day: due dates and expiries count from it, so the demo stays current."""
+    return datetime.now(ZoneInfo(TIMEZONE)).date()
+
+
+def write_demo(base_url: str, transport: httpx.BaseTransport | None, credentials: dict[str, Any], *,
+               seed: int = DEFAULT_SEED, anchor: date | None = None) -> Counter[str]:
+    """Fill the organisation `coremem bootstrap` answered with (`credentials`) through the API at `base_url`."""
+    with CoreClient(base_url, credentials["admin_token"], transport=transport) as admin:
+        demo = Demo(base_url=base_url, transport=transport, org_id=credentials["org_id"], admin=admin,
+                    writer_key=credentials["key"], seed=seed, anchor=anchor or today())
+        return build(demo)
+
+
+def create_demo(database_url: str, credentials: dict[str, Any], *, seed: int = DEFAULT_SEED,
+                anchor: date | None = None) -> Counter[str]:
+    """`write_demo` through the real app running in this process, on `database_url`."""
+    with in_process_api(database_url) as (base_url, transport):
+        return write_demo(base_url, transport, credentials, seed=seed, anchor=anchor)
+
+
+__all__ = ["DEFAULT_SEED", "STEPS", "Demo", "Step", "create_demo", "today", "write_demo"]
