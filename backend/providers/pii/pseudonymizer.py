@@ -111,8 +111,8 @@ class Pseudonymizer:
         self._new: list[Pseudonym] = []
         self._known: dict[str, KnownValue] = {}
         self._matcher: re.Pattern[str] | None = None
-        self._kinds: dict[str, str] = {}  # normalised known value -> kind, rebuilt with the matcher
-        self._spellings: dict[str, set[str]] = {}
+        # normalised value -> (kind, spellings): what the matcher finds, rebuilt with it
+        self._values: dict[str, tuple[str, set[str]]] = {}
         for entry in entries:
             self._add(entry)
         for value in known:
@@ -173,7 +173,8 @@ class Pseudonymizer:
         if not text:
             return text
         who = self.subject if isinstance(subject, EllipsisType) else subject
-        spans = resolve(self._detect(text), preferred=self._known_spans(text))
+        detected = self._detect(text)
+        spans = resolve(detected, preferred=self._known_spans(text, detected))
         out: list[str] = []
         pos = 0
         for span in spans:
@@ -201,29 +202,24 @@ class Pseudonymizer:
                 raise PiiUnavailable(f"The PII detector answered an invalid span: {span!r}")
         return spans
 
-    def _known_spans(self, text: str) -> list[Span]:
-        matcher = self._matcher
-        if matcher is None:
-            values = {_norm(e.value): e.kind for e in self._by_placeholder.values()}
-            for norm, known in self._known.items():
-                values.setdefault(norm, known.kind)
-            self._kinds = values
-            self._spellings = {_norm(e.value): {e.value} for e in self._by_placeholder.values()}
-            for e in list(self._by_placeholder.values()) + list(self._known.values()):
-                self._spellings.setdefault(_norm(e.value), set()).add(e.value)
-            if not values:
-                return []
-            parts = sorted(values, key=len, reverse=True)
-            matcher = self._matcher = re.compile("|".join(_literal(v) for v in parts), re.IGNORECASE)
-        spans: list[Span] = []
-        for m in matcher.finditer(text):
-            norm = _norm(m.group(0))
-            kind = self._kinds.get(norm)
-            if kind is None:
-                continue
-            if kind == "PERSON" and not _same_name(m.group(0), self._spellings.get(norm, set())):
-                continue
-            spans.append(Span(m.start(), m.end(), kind))
+    def _known_spans(self, text: str, detected: Sequence[Span]) -> list[Span]:
+        """Every occurrence of a value the thread maps, the person's attributes give, or the detector found
+        somewhere in this text: a value found once is hidden everywhere, so hiding a text twice gives the same."""
+        if self._matcher is None:
+            self._values = {}
+            pairs = [(k.kind, k.value) for k in self._known.values()]
+            pairs += [(e.kind, e.value) for e in self._by_placeholder.values()]
+            for kind, value in pairs:
+                self._values.setdefault(_norm(value), (kind, set()))[1].add(value)
+            self._matcher = _matcher(self._values)
+        spans = _literal_spans(text, self._matcher, self._values)
+        fresh: dict[str, tuple[str, set[str]]] = {}
+        for span in detected:
+            value = text[span.start:span.end]
+            if _norm(value) not in self._values:
+                fresh.setdefault(_norm(value), (span.kind, set()))[1].add(value)
+        if fresh:
+            spans += _literal_spans(text, _matcher(fresh), fresh)
         return spans
 
     # ------------------------------------------------------------ restoring
@@ -283,11 +279,25 @@ def _norm(value: str) -> str:
     return " ".join(value.split()).casefold()
 
 
+def _matcher(values: Mapping[str, tuple[str, set[str]]]) -> re.Pattern[str] | None:
+    spellings = sorted({s for _, found in values.values() for s in found}, key=len, reverse=True)
+    return re.compile("|".join(_literal(v) for v in spellings), re.IGNORECASE) if spellings else None
+
+
+def _literal_spans(text: str, matcher: re.Pattern[str] | None,
+                   values: Mapping[str, tuple[str, set[str]]]) -> list[Span]:
+    spans: list[Span] = []
+    for m in matcher.finditer(text) if matcher is not None else ():
+        known = values.get(_norm(m.group(0)))
+        if known is None or (known[0] == "PERSON" and not _same_name(m.group(0), known[1])):
+            continue
+        spans.append(Span(m.start(), m.end(), known[0]))
+    return spans
+
+
 def _literal(value: str) -> str:
-    body = r"\s+".join(re.escape(part) for part in value.split())
-    before = r"(?<!\w)" if re.match(r"\w", value) else ""
-    after = r"(?!\w)" if re.search(r"\w$", value) else ""
-    return before + body + after
+    # Never glued to a letter or digit: "x+31 6 …" and "abcanna@x.nl" are other strings (as for the detector).
+    return r"(?<!\w)" + r"\s+".join(re.escape(part) for part in value.split()) + r"(?!\w)"
 
 
 def _same_name(found: str, spellings: set[str]) -> bool:
