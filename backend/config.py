@@ -39,6 +39,7 @@ class Settings:
     threads_group_reach_by_rule: bool = False
     working_state_max_bytes: int = 16 * 1024
     injection_max_budget_tokens: int = 8000
+    pii_detector: str = "backend.providers.pii.detector:DefaultDetector"  # TRN-10: module:Class of the detector
     log_level: str = "INFO"
     access_log: bool = False  # a log line per request costs a tenth of a fast request; on for debugging
     model_timeout_seconds: float = 60.0
@@ -64,6 +65,7 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         threads_group_reach_by_rule=_bool(env.get("CORE_THREADS_GROUP_REACH_BY_RULE")),
         working_state_max_bytes=int(env.get("CORE_WORKING_STATE_MAX_BYTES", str(16 * 1024))),
         injection_max_budget_tokens=int(env.get("CORE_INJECTION_MAX_BUDGET_TOKENS", "8000")),
+        pii_detector=env.get("CORE_PII_DETECTOR") or Settings.pii_detector,
         log_level=env.get("CORE_LOG_LEVEL", "INFO"),
         access_log=_bool(env.get("CORE_ACCESS_LOG")),
         model_timeout_seconds=float(env.get("CORE_MODEL_TIMEOUT_SECONDS", "60")),

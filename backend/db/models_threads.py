@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Computed,
     DateTime,
     ForeignKeyConstraint,
@@ -44,6 +45,8 @@ class Thread(Base):
     created_at: Mapped[datetime] = _now()
     updated_at: Mapped[datetime] = _now()
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # EXT-11: a key that pseudonymises (TRN-10) wrote in this thread; extraction hides its windows again.
+    pseudonymized: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=sql_text("false"))
     __table_args__ = (
         ForeignKeyConstraint(["org_id"], ["orgs.id"], ondelete="CASCADE"),
         Index("ix_threads_org_id_subject_id", "org_id", "subject", "id"),
@@ -125,4 +128,35 @@ class ThreadSummary(Base):
     __table_args__ = (
         ForeignKeyConstraint(["org_id", "thread_id"], ["threads.org_id", "threads.id"], ondelete="CASCADE"),
         Index("ix_thread_summaries_org_id_thread_id_from_position", "org_id", "thread_id", "from_position"),
+    )
+
+
+# Values are compared through an MD5 of their text: a long URL would not fit a btree entry.
+_VALUE_KEY = sql_text("md5(value)")
+_LOWER_VALUE_KEY = sql_text("md5(lower(value))")
+
+
+class ThreadPseudonym(Base):
+    """One placeholder of a thread's pseudonymisation (TRN-10/EXT-11): `<PERSON_1>` is "Anna de Vries" in
+    this thread, for every turn and extraction window. `subject` wrote the text the value was first found in;
+    `belongs_to` is the person whose subject attributes gave it. Deleted with the thread (cascade), by thread
+    deletion (THR-6 keeps a tombstone, so explicitly) and by erasure (MEM-19)."""
+
+    __tablename__ = "thread_pseudonyms"
+    org_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    thread_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    placeholder: Mapped[str] = mapped_column(Text, primary_key=True)
+    kind: Mapped[str] = mapped_column(Text, nullable=False)
+    value: Mapped[str] = mapped_column(Text, nullable=False)
+    subject: Mapped[str | None] = mapped_column(Text, nullable=True)
+    belongs_to: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = _now()
+    __table_args__ = (
+        ForeignKeyConstraint(["org_id", "thread_id"], ["threads.org_id", "threads.id"], ondelete="CASCADE"),
+        # One placeholder per value and kind in a thread: two turns adding the same value meet here.
+        Index("uq_thread_pseudonyms_org_id_thread_id_kind_value", "org_id", "thread_id", "kind", _VALUE_KEY,
+              unique=True),
+        Index("ix_thread_pseudonyms_org_id_subject", "org_id", "subject"),
+        Index("ix_thread_pseudonyms_org_id_belongs_to", "org_id", "belongs_to"),
+        Index("ix_thread_pseudonyms_org_id_lower_value", "org_id", _LOWER_VALUE_KEY),
     )

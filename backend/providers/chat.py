@@ -56,6 +56,7 @@ class ChatAnswer:
     output_tokens: int = 0
     model_ms: float = 0.0
     finish_reason: str | None = None
+    hidden_content: str | None = None  # the words as the model wrote them, before placeholders were restored
 
 
 class ModelError(Exception):
@@ -161,4 +162,5 @@ def _parse(spec: ModelSpec, completion: Any) -> ChatAnswer:
     if message.content is None and not calls:
         raise ModelError("invalid_model_output", f"The model {spec.id!r} answered neither text nor a tool call.",
                          **spent)
-    return ChatAnswer(message.content, calls, finish_reason=choices[0].finish_reason, **spent)
+    return ChatAnswer(message.content, calls, input_tokens=spent["input_tokens"], output_tokens=spent["output_tokens"],
+                      finish_reason=choices[0].finish_reason)

@@ -1,7 +1,7 @@
 """Erasing a person (MEM-19): every domain that keeps something of hers contributes an eraser and its counts.
 
-Memory's and the threads' erasers are listed in ERASERS below (other domains add theirs with `register_eraser`), and
-each eraser runs in the same transaction, under the person's exclusive lock.
+Memory's, pseudonymisation's and the threads' erasers are listed in ERASERS below (other domains add theirs with
+`register_eraser`), and each eraser runs in the same transaction, under the person's exclusive lock.
 """
 
 from __future__ import annotations
@@ -15,12 +15,15 @@ from backend.access.subjects import check_subject_id
 from backend.domains.audit import service as audit
 from backend.domains.erasure import repository as erasure_repo
 from backend.domains.memory import repository as memory_repo
+from backend.domains.privacy import repository as privacy_repo
 from backend.domains.threads.repository import erase_subject as erase_subject_threads
 from backend.domains.turns.repository import erase_subject as erase_subject_turns
 from backend.errors import Forbidden
 
 Eraser = Callable[[AsyncSession, str, str], Awaitable[dict[str, int]]]
-ERASERS: list[Eraser] = [memory_repo.erase_subject, erase_subject_threads, erase_subject_turns]
+# Placeholders before threads: the rows of her threads would otherwise go by cascade, uncounted.
+ERASERS: list[Eraser] = [memory_repo.erase_subject, privacy_repo.erase_subject, erase_subject_threads,
+                         erase_subject_turns]
 
 
 def register_eraser(eraser: Eraser) -> None:

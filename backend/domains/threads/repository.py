@@ -25,7 +25,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
 from backend.db.models import Org, table_of
-from backend.db.models_threads import Thread, ThreadItem, ThreadItemNote, ThreadState, ThreadSummary
+from backend.db.models_threads import (
+    Thread,
+    ThreadItem,
+    ThreadItemNote,
+    ThreadPseudonym,
+    ThreadState,
+    ThreadSummary,
+)
 from backend.domains.turns import repository as turns_repo
 from shared.schemas.threads import ThreadQuery
 
@@ -34,6 +41,7 @@ I = table_of(ThreadItem)  # noqa: E741
 N = table_of(ThreadItemNote)
 S = table_of(ThreadState)
 SUM = table_of(ThreadSummary)
+PSEUDO = table_of(ThreadPseudonym)
 ORGS = table_of(Org)
 
 T_META = T.c["metadata"]
@@ -147,6 +155,8 @@ async def reserve_positions(db: AsyncSession, org_id: str, thread_id: str, count
 async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> None:
     """THR-6: remove the content and keep the id, owner and times for the responses that name the thread."""
     await db.execute(delete(SUM).where(SUM.c.org_id == org_id, SUM.c.thread_id == thread_id))
+    # The tombstone row stays, so the cascade would not fire: the placeholders' real values go here (TRN-10).
+    await db.execute(delete(PSEUDO).where(PSEUDO.c.org_id == org_id, PSEUDO.c.thread_id == thread_id))
     await db.execute(delete(S).where(S.c.org_id == org_id, S.c.thread_id == thread_id))
     await db.execute(delete(N).where(N.c.org_id == org_id, N.c.thread_id == thread_id))
     await db.execute(delete(I).where(I.c.org_id == org_id, I.c.thread_id == thread_id))

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from backend.domains.tools import service as tools
-from backend.domains.turns import state_tool
+from backend.domains.turns import privacy, state_tool
 from backend.domains.turns.inputs import WORKING_STATE_TOOL
 from backend.domains.turns.turn import ModelCall, Turn, TurnFailure
 from backend.errors import ApiError, PolicyDenied
@@ -38,14 +38,16 @@ async def run(turn: Turn) -> None:
                               "was stopped. Its tool calls so far are kept in the thread.")
         turn.rounds += 1
         answer = await _ask(turn, definitions)
+        hidden_calls = list(answer.tool_calls)
+        _restore(turn, answer)
         if answer.content or not answer.tool_calls:
             turn.produced.append(message_item(answer.content or ""))
         if not answer.tool_calls:
             return
-        turn.messages.append({"role": "assistant", "content": answer.content,
+        turn.messages.append({"role": "assistant", "content": answer.hidden_content,
                               "tool_calls": [{"id": c.id, "type": "function",
                                               "function": {"name": c.name, "arguments": c.arguments}}
-                                             for c in answer.tool_calls]})
+                                             for c in hidden_calls]})
         client_calls = False
         for call in answer.tool_calls:
             turn.produced.append({"id": new_id("itm"), "type": "function_call", "call_id": call.id,
@@ -56,10 +58,24 @@ async def run(turn: Turn) -> None:
             output, error = await _run_platform_tool(turn, call, turn.produced[-1]["id"])
             turn.produced.append({"id": new_id("itm"), "type": "function_call_output", "call_id": call.id,
                                   "name": call.name, "output": output, "error": error})
-            turn.messages.append({"role": "tool", "tool_call_id": call.id,
-                                  "content": output or json.dumps({"error": error})})
+            content = output or json.dumps({"error": error})
+            if turn.pseudonymizer is not None:
+                content = turn.pseudonymizer.hide(content)
+            turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         if client_calls:
             return
+
+
+def _restore(turn: Turn, answer: ChatAnswer) -> None:
+    """TRN-10: the model wrote placeholders; what the platform runs, keeps and answers has the real values."""
+    answer.hidden_content = answer.content
+    pz = turn.pseudonymizer
+    if pz is None:
+        return
+    if answer.content:
+        answer.content = pz.restore(answer.content)
+    answer.tool_calls = [ToolCall(c.id, c.name, privacy.restore_arguments(pz, c.arguments))
+                         for c in answer.tool_calls]
 
 
 async def _ask(turn: Turn, definitions: list[dict[str, Any]]) -> ChatAnswer:

@@ -23,16 +23,18 @@ from backend.domains.injection.config import choose_block
 from backend.domains.memory import decay
 from backend.domains.models import service as models
 from backend.domains.orgs.service import check_timezone
+from backend.domains.privacy import service as pii_service
 from backend.domains.threads import repository as threads_repo
 from backend.domains.threads import rules as thread_rules
 from backend.domains.threads import service as threads
-from backend.domains.turns import conversation, documents, inputs, loop
+from backend.domains.turns import conversation, documents, inputs, loop, privacy
 from backend.domains.turns import repository as repo
 from backend.domains.turns.state_tool import apply as apply_state
 from backend.domains.turns.turn import AgentTurn, Turn, TurnFailure
 from backend.domains.usage import repository as usage
 from backend.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from backend.ids import new_id
+from backend.providers.pii import PiiUnavailable
 from shared.schemas.threads import FunctionCallOutputIn, ItemIn, MessageIn
 from shared.schemas.turns import ResponseCreate
 
@@ -236,6 +238,23 @@ async def prepare(turn: Turn) -> None:
     turn.messages = conversation.build(instructions=instructions, summaries=[], state=state,
                                        block=turn.injected.text, history=history,
                                        new_input=conversation.input_dicts(turn.items))
+    if privacy.wanted(ctx):
+        await _hide(turn)
+
+
+async def _hide(turn: Turn) -> None:
+    """TRN-10: the model sees placeholders; a kept thread keeps the mapping (stable across its turns) and is
+    marked. When a concurrent turn numbered a value first, the messages are hidden again with its numbers."""
+    ctx = turn.ctx
+    real = turn.messages
+    try:
+        pz = await pii_service.open_pseudonymizer(ctx, turn.thread_id if turn.stored else None)
+        turn.messages = privacy.hide_messages(pz, real)
+    except PiiUnavailable as exc:
+        raise TurnFailure("pii_unavailable", f"Personal data could not be hidden from the model: {exc}") from exc
+    if turn.stored and turn.thread_id is not None and await pii_service.store(ctx, turn.thread_id, pz):
+        turn.messages = privacy.hide_messages(pz, real)
+    turn.pseudonymizer = pz
 
 
 # ---------------------------------------------------------------- keeping the result
@@ -263,6 +282,8 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
     error = {"code": failure.code, "message": failure.message} if failure else None
     if turn.stored:
         await _append(ctx, turn, turn.produced)
+        if turn.pseudonymizer is not None and turn.thread_id is not None:
+            await pii_service.store(ctx, turn.thread_id, turn.pseudonymizer)  # values first seen in tool results
         if failure is None and turn.pending_state is not None and turn.thread_id is not None:
             schema = turn.agent.working_state_schema if turn.agent else None
             turn.state_written = await apply_state(ctx, turn.thread_id, turn.pending_state, turn.id, schema)
@@ -297,10 +318,10 @@ async def run(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | 
     turn = accepted
     await ctx.db.commit()
     try:
-        await prepare(turn)
-        await ctx.db.commit()
         failure: TurnFailure | None = None
         try:
+            await prepare(turn)
+            await ctx.db.commit()
             await loop.run(turn)
         except TurnFailure as failed:
             failure = failed

@@ -66,6 +66,7 @@ class Turn:
     produced: list[dict[str, Any]] = field(default_factory=list)  # output items, each with its own `id`
     tool_trace: list[dict[str, Any]] = field(default_factory=list)
     pending_state: PendingState | None = None
+    pseudonymizer: Any = None  # a Pseudonymizer when the key hides personal data (TRN-10)
     state_written: bool | None = None
     rounds: int = 0
 
