@@ -37,6 +37,7 @@ from backend.http import (
     provide_db,
     refuse_nul_in_url,
 )
+from backend.mcp.http import McpEndpoint
 from backend.params import provide_page
 from shared.schemas.common import ErrorBody
 from shared.schemas.platform import Health, Ready
@@ -93,11 +94,12 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
         finally:
             await engine.dispose()
 
+    mcp = McpEndpoint(settings)  # /mcp: the MCP server over streamable HTTP
     return Litestar(
         route_handlers=[health, ready, AdminController, OrgController, KeyController, OwnKeyController,
                         IndexController, AuditController, StoreController, ThreadController,
                         ThreadItemSearchController, ExportController, MemoryController, ToolController,
-                        SubjectController],
+                        SubjectController, mcp.handler],
         dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page)},
         before_request=refuse_nul_in_url,
         exception_handlers={
@@ -106,7 +108,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
             HTTPException: handle_http,
             Exception: handle_internal,
         },
-        lifespan=[lifespan],
+        lifespan=[lifespan, mcp.lifespan],
         on_startup=[openapi.install],
         state=State({"settings": settings}),
         request_max_body_size=settings.max_body_bytes,

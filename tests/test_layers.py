@@ -16,7 +16,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("backend.db",),
     ("backend.access", "backend.providers"),
     ("backend.domains",),
-    ("backend.http", "backend.contexts", "backend.openapi", "backend.jobs"),
+    ("backend.http", "backend.contexts", "backend.openapi", "backend.jobs", "backend.mcp"),
     ("backend.app", "backend.cli", "shared.client"),  # the client calls the API; only the command uses its names
 ]
 
