@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 
 from litestar import Litestar
+from litestar.datastructures import Headers
 from litestar.handlers import ASGIRouteHandler, asgi
 from litestar.types import Receive, Scope, Send
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -32,10 +33,9 @@ class McpEndpoint:
         runtime, manager = self.runtime, self.manager
 
         async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-            async with runtime.context(Credential.of_headers(headers)):
+            async with runtime.context(Credential.of_headers(Headers.from_scope(scope))):
                 pass  # resolves the credential (401/400 as PLT-14 bodies through the application's handlers)
-            await manager.handle_request(dict(scope), receive, send)  # type: ignore[arg-type]
+            await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
 
         self.handler: ASGIRouteHandler = asgi(PATH, copy_scope=True, name="mcp")(mcp_endpoint)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import socket
 import json
 import os
+import socket
 import sys
 import threading
 import time
