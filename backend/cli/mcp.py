@@ -9,7 +9,7 @@ import sys
 import click
 
 from backend.cli.base import database_url, main
-from backend.config import get_settings
+from backend.config import get_settings, secret_exists
 from backend.errors import ApiError
 
 
@@ -22,14 +22,19 @@ def mcp(stdio: bool) -> None:
     CORE_MCP_SUBJECT (the person: an id, or the X-Core-Subject JSON with attributes). The database is the one
     `coremem serve` uses. Over HTTP, `coremem serve` already answers MCP at /mcp.
     """
-    from backend.mcp.stdio import MissingCredential, credential_from_env, serve
+    from backend.mcp.credential import MissingCredential, credential_from_env
 
     if not stdio:
         raise click.UsageError("Pass --stdio; over HTTP the API serves MCP at /mcp (coremem serve).")
+    if not secret_exists():
+        # A new secret would sign nothing the API issued and hash people in the audit trail under another key.
+        raise click.UsageError("Set CORE_SECRET to the API's (or CORE_DATA_DIR to the directory holding it).")
     try:
         credential = credential_from_env(os.environ)
     except MissingCredential as exc:
         raise click.UsageError(str(exc)) from None
+    from backend.mcp.stdio import serve
+
     try:
         asyncio.run(serve(get_settings(), database_url(), credential))
     except ApiError as exc:

@@ -18,7 +18,9 @@ from litestar.types import Receive, Scope, Send
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from backend.config import Settings
-from backend.mcp.server import Credential, Runtime, build_server
+from backend.errors import ApiError
+from backend.mcp.credential import Credential
+from backend.mcp.server import Runtime, build_server
 
 PATH = "/mcp"
 
@@ -33,6 +35,9 @@ class McpEndpoint:
         runtime, manager = self.runtime, self.manager
 
         async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope.get("method") == "GET":  # a stateless server has no stream of its own to offer (it would idle)
+                raise ApiError("This MCP endpoint answers POSTed messages only; it opens no event stream.",
+                               status=405, code="method_not_allowed", headers={"Allow": "POST"})
             async with runtime.context(Credential.of_headers(Headers.from_scope(scope))):
                 pass  # resolves the credential (401/400 as PLT-14 bodies through the application's handlers)
             await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]

@@ -12,7 +12,6 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -23,30 +22,16 @@ from mcp.shared.exceptions import MCPError
 
 from backend import contexts
 from backend.access.context import RequestContext
-from backend.access.principal import ORG_HEADER
-from backend.access.subjects import SUBJECT_HEADER
 from backend.errors import ApiError
 from backend.http import transaction
 from backend.mcp import catalog
+from backend.mcp.credential import Credential
 
 log = logging.getLogger("coremem.mcp")
 NAME = "coremem"
 INSTRUCTIONS = ("Memory and conversation threads of coremem. The memory tools search and write the stores this "
                 "credential reaches, for the person it acts for; the thread tools search and read her threads, keep "
                 "notes and working state. memory://<index_id>/block shows the block a turn would be given.")
-
-
-@dataclass(frozen=True)
-class Credential:
-    """What names the caller: the headers a REST request would carry."""
-
-    authorization: str | None
-    subject_header: str | None = None
-    org_header: str | None = None
-
-    @classmethod
-    def of_headers(cls, headers: Any) -> Credential:
-        return cls(headers.get("authorization"), headers.get(SUBJECT_HEADER), headers.get(ORG_HEADER))
 
 
 class Runtime:

@@ -3,34 +3,13 @@ process's life, from the environment, checked before the first message and used 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-
 from litestar.datastructures import State
 from mcp.server.stdio import stdio_server
 
 from backend.config import Settings
 from backend.db.engine import make_engine, make_sessionmaker
-from backend.mcp.server import Credential, Runtime, build_server
-
-KEY_ENV = "CORE_MCP_KEY"
-SUBJECT_ENV = "CORE_MCP_SUBJECT"
-
-
-class MissingCredential(ValueError):
-    pass
-
-
-def credential_from_env(env: Mapping[str, str]) -> Credential:
-    """`CORE_MCP_KEY` is a key's secret or a subject token; `CORE_MCP_SUBJECT` names the person as the
-    `X-Core-Subject` header does (JSON, with attributes), or as a bare id."""
-    key = (env.get(KEY_ENV) or "").strip()
-    if not key:
-        raise MissingCredential(f"Set {KEY_ENV} to a key's secret (ck_…) or a subject token (cst_…).")
-    subject = (env.get(SUBJECT_ENV) or "").strip() or None
-    if subject is not None and not subject.startswith("{"):
-        subject = json.dumps({"id": subject})
-    return Credential(f"Bearer {key}", subject)
+from backend.mcp.credential import Credential
+from backend.mcp.server import Runtime, build_server
 
 
 async def serve(settings: Settings, database_url: str, credential: Credential) -> None:

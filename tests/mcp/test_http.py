@@ -140,6 +140,8 @@ def test_plt_7_credentials_are_the_rest_ones_and_a_subject_token_acts_for_her_al
     assert_error(setup.api.post("/mcp", json=initialize, headers={**accept, **bearer(token, "bob")}), 400,
                  "conflicting_subjects")
     assert setup.api.post("/mcp", json=initialize, headers={**accept, **bearer(token)}).status_code == 200
+    # Stateless: no event stream to open (it would idle), so GET is refused at once.
+    assert assert_error(setup.api.get("/mcp", headers={**accept, **bearer(token)}), 405, "method_not_allowed")
 
     bobs = setup.api.post("/memory", headers=setup.bob(),
                           json={"index_id": setup.index_id, "type": "fact", "text": "Bob keeps wasps."}).json()

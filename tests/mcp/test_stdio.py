@@ -51,10 +51,11 @@ def test_mem_20_stdio_offers_what_http_offers_and_keeps_people_apart(setup: Setu
     assert [(v["action"], v["actor"]) for v in versions] == [("created", {"type": "key", "id": key_id})]
 
 
-def run_stdio(setup: Setup, credential: str, subject: str | None) -> subprocess.CompletedProcess[str]:
+def run_stdio(setup: Setup, credential: str, subject: str | None, **env: str) -> subprocess.CompletedProcess[str]:
     params = setup.stdio_params(credential, subject)
-    return subprocess.run([COREMEM, "mcp", "--stdio"], env={**params.env, "PATH": "/usr/bin:/bin"},
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    full = {k: v for k, v in {**(params.env or {}), "PATH": "/usr/bin:/bin", **env}.items() if v}
+    return subprocess.run([COREMEM, "mcp", "--stdio"], env=full, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=120)
 
 
 def test_plt_7_a_subject_token_over_stdio_acts_for_her_and_cannot_name_another(setup: Setup) -> None:
@@ -65,6 +66,10 @@ def test_plt_7_a_subject_token_over_stdio_acts_for_her_and_cannot_name_another(s
     assert unknown.returncode == 2 and "bad_credential" in unknown.stderr
     missing = run_stdio(setup, "", None)
     assert missing.returncode == 2 and "CORE_MCP_KEY" in missing.stderr
+    # Without the API's secret it would make a new one: tokens would not verify, audit hashes would not match.
+    no_secret = run_stdio(setup, token, None, CORE_SECRET="")
+    assert no_secret.returncode == 2 and "CORE_SECRET" in no_secret.stderr
+    assert not (setup.settings.data_dir / "secret").exists()
 
     bobs = setup.api.post("/memory", headers=setup.bob(),
                           json={"index_id": setup.index_id, "type": "fact", "text": "Bob keeps wasps."}).json()
