@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from backend.access.policy import writer_policy
 from backend.errors import THREADS_MISSING_MESSAGE
 from tests.helpers import assert_error, bearer
 from tests.mcp.conftest import Setup, answer, text_of, tool_error, writer_key
@@ -226,3 +227,26 @@ def test_plt_6_thread_tools_without_threads_answer_the_rest_404(setup: Setup) ->
 
     refused = setup.http(memory_only, work)
     assert (refused["status"], refused["message"]) == (404, THREADS_MISSING_MESSAGE)
+
+
+def test_plt_7_a_key_requiring_a_person_refuses_listings_that_name_nobody(setup: Setup) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    policy = {**writer_policy(), "settings": {"subjects_required": True}}
+    key = setup.org.make_key(policy=policy, memory={"retrieval_tool": True})["secret"]
+
+    async def work(client: Any) -> Any:
+        refusals = []
+        for listing in (client.list_tools, client.list_resources):
+            try:
+                await listing()
+            except MCPError as error:
+                refusals.append((error.code, error.data))
+        called = tool_error(await client.call_tool(setup.tool("search"), {"query": "bees"}))
+        return refusals, called
+
+    refusals, called = setup.http(bearer(key), work)
+    rest = assert_error(setup.api.get("/tools", headers=bearer(key)), 400, "subject_required")
+    assert refusals == [(-32602, rest), (-32602, rest)] and called == rest
+    named = setup.http(bearer(key, "anna"), lambda client: client.list_tools()).tools
+    assert setup.tool("search") in {t.name for t in named}
