@@ -44,6 +44,7 @@ async def list_tools(ctx: RequestContext) -> list[types.Tool]:
 
 async def call_tool(ctx: RequestContext, name: str, arguments: Mapping[str, Any]) -> str:
     """The text the caller reads: the REST answer's body (the memory tools' output, as in a turn)."""
+    reject_nul(name, "name")
     reject_nul(dict(arguments), "arguments")
     tool = BY_NAME.get(name)
     if tool is not None:
@@ -77,6 +78,7 @@ def block_template() -> types.ResourceTemplate:
 
 
 async def read_resource(ctx: RequestContext, uri: str) -> types.TextResourceContents:
+    reject_nul(uri, "uri")
     parts = urlsplit(uri)
     if parts.scheme != "memory" or not parts.netloc or parts.path != "/block" or parts.query or parts.fragment:
         raise NotFound(f"There is no resource {uri!r}; blocks are read as memory://<index_id>/block.",

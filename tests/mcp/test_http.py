@@ -122,10 +122,12 @@ def test_mem_21_a_refused_type_is_a_tool_error_naming_the_allowed_types(setup: S
     assert [e["param"] for e in setup.http(setup.anna(), bad_arguments)] == [
         "arguments.text", "arguments.colour", "arguments.text"]
 
-    async def unknown_tool(client: Any) -> Any:
-        return tool_error(await client.call_tool("memory__idx_nope__search", {"query": "x"}))
+    async def unknown_tools(client: Any) -> Any:
+        return [tool_error(await client.call_tool(name, {"query": "x"}))
+                for name in ("memory__idx_nope__search", "memory__idx_\x00__search")]
 
-    assert setup.http(setup.anna(), unknown_tool)["status"] == 404
+    assert [(e["status"], e["param"]) for e in setup.http(setup.anna(), unknown_tools)] == [(404, "name"),
+                                                                                            (422, "name")]
 
 
 def test_plt_7_credentials_are_the_rest_ones_and_a_subject_token_acts_for_her_alone(setup: Setup) -> None:

@@ -163,14 +163,15 @@ def test_inj_12_an_unreachable_store_reads_as_an_unknown_one(setup: Setup) -> No
 
         listed = [r.uri for r in (await client.list_resources()).resources]
         errors = []
-        for index_id in (other["id"], unknown):
+        for index_id in (other["id"], unknown, "idx_\x00"):
             try:
                 await client.read_resource(f"memory://{index_id}/block")
             except MCPError as error:
                 errors.append(error.data)
         return listed, errors
 
-    listed, (foreign, absent) = setup.http(bearer(narrow, "anna"), work)
+    listed, (foreign, absent, nul) = setup.http(bearer(narrow, "anna"), work)
+    assert (nul["status"], nul["param"]) == (422, "uri")  # bad input, never a 500
     assert listed == [f"memory://{setup.index_id}/block"]
     assert foreign["status"] == 404
     assert {**foreign, "message": foreign["message"].replace(other["id"], unknown)} == absent
