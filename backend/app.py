@@ -42,6 +42,7 @@ from backend.http import (
     provide_turn_context,
     refuse_nul_in_url,
 )
+from backend.mcp.http import McpEndpoint
 from backend.params import provide_page
 from shared.schemas.common import ErrorBody
 from shared.schemas.platform import Health, Ready
@@ -98,12 +99,13 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
         finally:
             await engine.dispose()
 
+    mcp = McpEndpoint(settings)  # /mcp: the MCP server over streamable HTTP
     return Litestar(
         route_handlers=[health, ready, AdminController, OrgController, KeyController, OwnKeyController,
                         IndexController, AuditController, StoreController, ThreadController,
                         ThreadItemSearchController, ExportController, MemoryController, ToolController,
                         SubjectController, ModelController, AdminModelController, UsageController,
-                        ResponseController, MessagesController, AgentController],
+                        ResponseController, MessagesController, AgentController, mcp.handler],
         dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page),
                       "turn": Provide(provide_turn_context)},
         before_request=refuse_nul_in_url,
@@ -113,7 +115,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
             HTTPException: handle_http,
             Exception: handle_internal,
         },
-        lifespan=[lifespan],
+        lifespan=[lifespan, mcp.lifespan],
         on_startup=[openapi.install],
         state=State({"settings": settings}),
         request_max_body_size=settings.max_body_bytes,

@@ -74,6 +74,12 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
     )
 
 
+def secret_exists(env: dict[str, str] | None = None) -> bool:
+    """Whether a secret is set or kept already (`settings_from_env` would otherwise make a new one)."""
+    env = dict(os.environ) if env is None else env
+    return bool(env.get("CORE_SECRET")) or (Path(env.get("CORE_DATA_DIR", ".coremem")) / "secret").exists()
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return settings_from_env()

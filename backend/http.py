@@ -29,14 +29,14 @@ log = logging.getLogger("coremem")
 
 async def provide_db(state: State) -> AsyncGenerator[AsyncSession, None]:
     """One request, one transaction (house rule 3), for the routes that act without a credential (login)."""
-    async with _transaction(state) as session:
+    async with transaction(state) as session:
         yield session
 
 
 async def provide_context(request: Request[Any, Any, Any], state: State) -> AsyncGenerator[RequestContext, None]:
     """The request context every route takes (house rule 11), in the request's one transaction."""
     headers = request.headers
-    async with _transaction(state) as session:
+    async with transaction(state) as session:
         yield await contexts.for_credential(
             session, state.settings, authorization=headers.get("authorization"),
             subject_header=headers.get(SUBJECT_HEADER), org_header=headers.get(ORG_HEADER),
@@ -70,9 +70,9 @@ async def provide_turn_context(request: Request[Any, Any, Any], state: State
 
 
 @asynccontextmanager
-async def _transaction(state: State) -> AsyncIterator[AsyncSession]:
+async def transaction(state: State) -> AsyncIterator[AsyncSession]:
     """Commit when the handler returns, roll back when it raises; a policy refusal still keeps its `denied`
-    audit event, written in a transaction of its own after the rollback."""
+    audit event, written in a transaction of its own after the rollback. The MCP server runs each call in one."""
     session: AsyncSession = state.sessionmaker()
     try:
         async with session.begin():

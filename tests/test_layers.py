@@ -16,7 +16,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("backend.db",),
     ("backend.access", "backend.providers"),
     ("backend.domains",),
-    ("backend.http", "backend.contexts", "backend.openapi", "backend.jobs"),
+    ("backend.http", "backend.contexts", "backend.openapi", "backend.jobs", "backend.mcp"),
     # the client calls the API; only the command uses its names. The demo writes through the client.
     ("backend.app", "backend.cli", "backend.demo", "shared.client"),
 ]

@@ -326,7 +326,9 @@ async def run(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | 
         except TurnFailure as failed:
             failure = failed
         await ctx.db.rollback()
-        return await finish(turn, failure)
+        doc = await finish(turn, failure)
+        await ctx.db.commit()  # kept whatever the route answers next (POST /messages answers a failure with 502)
+        return doc
     except BaseException:
         await ctx.db.rollback()
         await _mark_failed(turn)
