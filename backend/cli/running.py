@@ -119,9 +119,15 @@ def run(host: str, port: int, dashboard_port: int, no_dashboard: bool) -> None:
         # uvicorn re-raises SIGTERM after its graceful shutdown; turning it into SystemExit lets `finally` stop
         # Streamlit instead of leaving it orphaned.
         signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+    from backend.jobs.worker import BackgroundWorker
+
+    jobs = BackgroundWorker(url, get_settings()).start()  # background jobs; `coremem worker` adds more
+    click.echo("Worker:    one, beside the API (compaction and other background jobs)")
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))  # so `finally` stops it
     try:
         _serve(host, port, url)
     finally:
+        jobs.stop()
         if streamlit is not None:
             streamlit.terminate()
             try:
