@@ -142,3 +142,12 @@ def test_a_job_left_running_by_a_dead_worker_is_queued_again(client, org, databa
     background_worker()  # defers the stalled-job sweep when it starts (every minute after)
     wait_for(lambda: summaries(db) != [])
     assert summaries(db) == [(1, 6, "recovered")]
+
+
+def test_migration_0013_applies_the_pinned_procrastinate_release_schema():
+    """A procrastinate upgrade must come with a migration of its own: the kept copy is the installed release's."""
+    from importlib import metadata, resources
+
+    shipped = (resources.files("procrastinate.sql") / "schema.sql").read_text(encoding="utf-8")
+    kept = (ROOT / "backend" / "db" / "migrations" / "sql" / "procrastinate-3.10.0.sql").read_text(encoding="utf-8")
+    assert metadata.version("procrastinate") == "3.10.0" and kept == shipped
