@@ -174,3 +174,33 @@ def scripted(model_server: Any, org: Org) -> Any:
                                json={"id": "scripted", "provider": "openai_compatible", "base_url": model_server.url})
     assert response.status_code == 201, response.text
     return model_server
+
+
+@pytest.fixture
+def run_jobs(database_url: str, settings: Settings) -> Any:
+    """Runs a real job-queue worker (backend/jobs) in this process until no job may run now; returns when done."""
+    import asyncio
+
+    from backend.jobs.worker import run_worker
+
+    def run(concurrency: int = 2) -> None:
+        asyncio.run(run_worker(database_url, settings, concurrency=concurrency, wait=False,
+                               install_signal_handlers=False, listen_notify=False))
+
+    return run
+
+
+@pytest.fixture
+def background_worker(database_url: str, settings: Settings) -> Iterator[Any]:
+    """Starts real workers on threads of their own (as `coremem run` does), each stopped when the test ends."""
+    from backend.jobs.worker import BackgroundWorker
+
+    started: list[BackgroundWorker] = []
+
+    def start(concurrency: int = 1) -> BackgroundWorker:
+        started.append(BackgroundWorker(database_url, settings, concurrency=concurrency).start())
+        return started[-1]
+
+    yield start
+    for worker in started:
+        worker.stop()

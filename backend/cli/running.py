@@ -146,9 +146,15 @@ def run(host: str, port: int, dashboard_port: int, no_dashboard: bool) -> None:
         # Streamlit instead of leaving it orphaned.
         signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     sys.stdout.flush()
+    from backend.jobs.worker import BackgroundWorker
+
+    jobs = BackgroundWorker(url, get_settings()).start()  # background jobs; `coremem worker` adds more
+    click.echo("Worker:    one, beside the API (compaction and other background jobs)")
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))  # so `finally` stops it
     try:
         _serve(host, port, url)
     finally:
+        jobs.stop()
         if streamlit is not None:
             streamlit.terminate()
             try:

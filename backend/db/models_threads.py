@@ -124,10 +124,16 @@ class ThreadSummary(Base):
     level: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
     model: Mapped[str | None] = mapped_column(Text, nullable=True)
     text: Mapped[str] = mapped_column(Text, nullable=False)
+    # TRN-6: the turns covered, counted from the thread's first; compaction numbers later turns from the last
+    # summary instead of reading the whole thread. NULL on summaries written by other means (ignored then).
+    from_turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    to_turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = _now()
     __table_args__ = (
         ForeignKeyConstraint(["org_id", "thread_id"], ["threads.org_id", "threads.id"], ondelete="CASCADE"),
         Index("ix_thread_summaries_org_id_thread_id_from_position", "org_id", "thread_id", "from_position"),
+        # A retried or doubled compaction job never writes a second summary of the same positions (house rule 8).
+        UniqueConstraint("org_id", "thread_id", "level", "from_position", "to_position"),
     )
 
 

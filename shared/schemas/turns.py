@@ -178,3 +178,25 @@ class MessageOut(Model, kw_only=True):
     stop_sequence: str | None = None
     usage: JSONObject
     thread_id: str | None = None
+
+
+__all__ = (
+    "FunctionTool",
+    "MessageOut",
+    "MessagesCreate",
+    "ModelCreate",
+    "ModelId",
+    "ModelOut",
+    "ModelPage",
+    "PlatformTool",
+    "Provider",
+    "ResponseCreate",
+    "ResponseError",
+    "ResponseOut",
+    "ResponseUsage",
+    "TurnTool",
+    "UsageDay",
+    "UsageQuery",
+    "UsageReport",
+    "UsageTotals",
+)

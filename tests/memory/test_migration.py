@@ -13,7 +13,7 @@ from sqlalchemy import create_engine
 
 from backend.db import migrate
 from backend.db.engine import normalise_url
-from backend.db.schema import metadata
+from backend.db.schema import include_object, metadata
 
 
 def differences(url: str) -> list[Any]:
@@ -21,7 +21,9 @@ def differences(url: str) -> list[Any]:
     try:
         with engine.connect() as conn, warnings.catch_warnings():
             warnings.simplefilter("error")  # an index alembic cannot compare would hide drift: fail instead
-            context = MigrationContext.configure(conn, opts={"compare_server_default": True, "compare_type": True})
+            # The job queue's tables are procrastinate's own schema, left out (backend/db/schema.include_object).
+            context = MigrationContext.configure(conn, opts={"compare_server_default": True, "compare_type": True,
+                                                             "include_object": include_object})
             return list(compare_metadata(context, metadata))
     finally:
         engine.dispose()

@@ -8,14 +8,16 @@ from sqlalchemy import create_engine
 
 from backend.db import migrate
 from backend.db.engine import normalise_url
-from backend.db.schema import metadata
+from backend.db.schema import include_object, metadata
 
 
 def _drift(url: str) -> list[object]:
     engine = create_engine(normalise_url(url))
     try:
         with engine.connect() as conn:
-            context = MigrationContext.configure(conn, opts={"compare_server_default": True})
+            # The job queue's tables are procrastinate's own schema, left out (backend/db/schema.include_object).
+            context = MigrationContext.configure(conn, opts={"compare_server_default": True,
+                                                             "include_object": include_object})
             return list(compare_metadata(context, metadata))
     finally:
         engine.dispose()

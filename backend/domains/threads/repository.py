@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Select,
+    and_,
     delete,
     func,
     insert,
@@ -153,15 +154,16 @@ async def reserve_positions(db: AsyncSession, org_id: str, thread_id: str, count
 
 
 async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> None:
-    """THR-6: remove the content and keep the id, owner and times for the responses that name the thread."""
+    """THR-6: remove the content and keep the id, owner and times for the responses that name the thread.
+    The row is marked first: a summary job holding it (compaction) finishes before, or sees the deletion."""
+    await db.execute(update(T).where(T.c.org_id == org_id, T.c.id == thread_id)
+                     .values({"metadata": {}, "labels": {}, "deleted_at": func.now(), "updated_at": func.now()}))
     await db.execute(delete(SUM).where(SUM.c.org_id == org_id, SUM.c.thread_id == thread_id))
     # The tombstone row stays, so the cascade would not fire: the placeholders' real values go here (TRN-10).
     await db.execute(delete(PSEUDO).where(PSEUDO.c.org_id == org_id, PSEUDO.c.thread_id == thread_id))
     await db.execute(delete(S).where(S.c.org_id == org_id, S.c.thread_id == thread_id))
     await db.execute(delete(N).where(N.c.org_id == org_id, N.c.thread_id == thread_id))
     await db.execute(delete(I).where(I.c.org_id == org_id, I.c.thread_id == thread_id))
-    await db.execute(update(T).where(T.c.org_id == org_id, T.c.id == thread_id)
-                     .values({"metadata": {}, "labels": {}, "deleted_at": func.now(), "updated_at": func.now()}))
     await turns_repo.forget_thread(db, org_id, thread_id)
 
 
@@ -267,8 +269,13 @@ async def erase_subject(db: AsyncSession, org_id: str, subject_id: str) -> dict[
 
     counts["working_states"] = await count(delete(S).where(S.c.org_id == org_id, S.c.thread_id.in_(own))
                                            .returning(S.c.thread_id))
-    counts["summaries"] = await count(delete(SUM).where(SUM.c.org_id == org_id, SUM.c.thread_id.in_(own))
-                                      .returning(SUM.c.id))
+    # In others' threads, the summaries from her first item on hold her words and count turns she started.
+    hers = (select(I.c.thread_id, func.min(I.c.position).label("first"))
+            .where(I.c.org_id == org_id, I.c.subject == subject_id).group_by(I.c.thread_id).subquery())
+    covering = select(SUM.c.id).join(hers, and_(SUM.c.thread_id == hers.c.thread_id,
+                                                SUM.c.to_position >= hers.c.first)).where(SUM.c.org_id == org_id)
+    counts["summaries"] = await count(delete(SUM).where(SUM.c.org_id == org_id, or_(
+        SUM.c.thread_id.in_(own), SUM.c.id.in_(covering))).returning(SUM.c.id))
     counts["notes"] = await count(delete(N).where(N.c.org_id == org_id, or_(
         N.c.author == subject_id, N.c.thread_id.in_(own),
         N.c.item_id.in_(select(I.c.id).where(I.c.org_id == org_id, I.c.subject == subject_id)))).returning(N.c.item_id))

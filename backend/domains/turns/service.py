@@ -17,6 +17,7 @@ import msgspec
 
 from backend.access.context import RequestContext
 from backend.access.subjects import combine, parse_subject
+from backend.domains import compaction
 from backend.domains.agents import service as agents
 from backend.domains.injection import service as injection
 from backend.domains.injection.config import choose_block
@@ -78,6 +79,13 @@ async def replayed(ctx: RequestContext, body: ResponseCreate, key: str | None) -
     return documents.document(row)
 
 
+def _compaction(ctx: RequestContext, agent: agents.AgentVersion | None) -> compaction.CompactionSettings | None:
+    """TRN-6: with the key's `compaction` capability, the agent's settings or else the key's; without it the
+    thread goes in full (bounded by HISTORY_LIMIT items)."""
+    chosen = agents.choose_compaction(ctx.principal, agent)
+    return None if chosen is None else compaction.CompactionSettings.parse(msgspec.to_builtins(chosen))
+
+
 def _agent_turn(agent: agents.AgentVersion | None) -> AgentTurn | None:
     if agent is None:
         return None
@@ -120,7 +128,8 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     earlier = await replayed(ctx, body, idempotency_key)
     if earlier is not None:
         return earlier
-    turn = Turn(ctx, body, spec, items, tools, zone, stored, agent=_agent_turn(agent))
+    turn = Turn(ctx, body, spec, items, tools, zone, stored, agent=_agent_turn(agent),
+                compaction=_compaction(ctx, agent))
     if field is not None:
         turn.thread_id = await _thread_of(ctx, field)
     await _check_outputs(turn)
@@ -218,12 +227,19 @@ async def prepare(turn: Turn) -> None:
     """Read what the model is sent: summaries, working state, the memory block and the recent items."""
     ctx = turn.ctx
     history: list[dict[str, Any]] = []
+    summaries: list[str] = []
     state: dict[str, Any] | None = None
     if turn.thread_id is not None:
         before = turn.history_positions[0] if turn.history_positions else None
-        rows = await threads_repo.list_items(ctx.db, ctx.org_id, turn.thread_id, after=before, descending=True,
-                                             limit=HISTORY_LIMIT)
-        history = [{**r["body"], "type": r["type"]} for r in reversed(rows)]
+        if turn.compaction is not None:  # TRN-6: summaries for what is summarised, the rest in full
+            kept = await compaction.history(ctx.db, ctx.org_id, turn.thread_id, turn.compaction,
+                                            before_position=before)
+            summaries = [s["text"] for s in kept.summaries]
+            rows = list(kept.items)
+        else:
+            rows = list(reversed(await threads_repo.list_items(ctx.db, ctx.org_id, turn.thread_id, after=before,
+                                                               descending=True, limit=HISTORY_LIMIT)))
+        history = [{**r["body"], "type": r["type"]} for r in rows]
         state_row = await threads_repo.get_state(ctx.db, ctx.org_id, turn.thread_id)
         state = state_row["state"] if state_row else None
     agent_block = turn.agent.memory_injection if turn.agent else None
@@ -235,7 +251,7 @@ async def prepare(turn: Turn) -> None:
     instructions = [turn.agent.instructions] if turn.agent and turn.agent.instructions else []
     if turn.body.instructions:
         instructions.append(turn.body.instructions)
-    turn.messages = conversation.build(instructions=instructions, summaries=[], state=state,
+    turn.messages = conversation.build(instructions=instructions, summaries=summaries, state=state,
                                        block=turn.injected.text, history=history,
                                        new_input=conversation.input_dicts(turn.items))
     if privacy.wanted(ctx):
@@ -295,6 +311,10 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
     await _meter(turn)
     if failure is None and turn.injected is not None:
         await injection.count_recalls(ctx, turn.injected)
+    if turn.stored and turn.thread_id is not None and turn.compaction is not None:
+        # Queued in this transaction: the summary job exists exactly when the turn it follows was kept.
+        await compaction.schedule(ctx, ctx.org_id, turn.thread_id, turn.compaction, ctx.principal.key_id,
+                                  turn.spec.id)
     return documents.document(row)
 
 

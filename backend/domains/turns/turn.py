@@ -54,6 +54,7 @@ class Turn:
     stored: bool
     thread_id: str | None = None
     agent: AgentTurn | None = None
+    compaction: Any = None  # compaction.CompactionSettings when the key holds `compaction` (TRN-6)
     id: str = field(default_factory=lambda: new_id("resp"))
     trace_id: str = field(default_factory=lambda: new_id("evt").removeprefix("evt_"))
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
