@@ -54,3 +54,20 @@ def test_trn_10_tool_arguments_are_restored_before_the_tool_runs(client: Any, or
     assert record["text"] == "Anna de Vries can be reached at anna@example.com"
     # the tool result the model reads next is hidden too
     assert "anna@example.com" not in json.dumps(scripted.requests[1]["messages"])
+
+
+def test_trn_10_a_pseudonymised_thread_s_summaries_are_written_from_placeholders(client: Any, org: Org,
+                                                                               scripted: Any, run_jobs: Any,
+                                                                               db: Any) -> None:
+    headers = bearer(_hiding_key(org), subject="anna", attributes=ANNA)
+    thread_id = None
+    for n in range(8):
+        body: dict[str, Any] = {"input": f"Note {n}: I am Anna de Vries, write to anna@example.com"}
+        if thread_id:
+            body["thread_id"] = thread_id
+        thread_id = turn(client, headers, **body)["thread_id"]
+    scripted.reply("<PERSON_1> asked three times to write to <EMAIL_1>.")
+    run_jobs()
+    assert "anna@example.com" not in json.dumps(scripted.requests[-1]["messages"])
+    (text,) = db.execute("SELECT text FROM thread_summaries").fetchone()
+    assert text == "Anna de Vries asked three times to write to anna@example.com."

@@ -65,8 +65,8 @@ async def live_thread(db: AsyncSession, org_id: str, thread_id: str, *, share_lo
                       ) -> dict[str, Any] | None:
     """The thread's owner and this transaction's start, or None once it was deleted. `share_lock` holds the
     row until the transaction ends, so a deletion (which updates the row first) waits or is seen."""
-    query = select(T.c.subject, func.now().label("now")).where(T.c.org_id == org_id, T.c.id == thread_id,
-                                                               T.c.deleted_at.is_(None))
+    query = select(T.c.subject, T.c.pseudonymized, func.now().label("now")).where(
+        T.c.org_id == org_id, T.c.id == thread_id, T.c.deleted_at.is_(None))
     if share_lock:
         query = query.with_for_update(read=True)
     row = (await db.execute(query)).first()

@@ -24,6 +24,8 @@ from backend.domains.compaction.turns import turn_starts
 from backend.domains.erasure.guard import refuse_if_erased
 from backend.domains.models import repository as models_repo
 from backend.domains.models.service import spec_of
+from backend.domains.privacy import service as privacy
+from backend.domains.privacy.messages import hide_messages
 from backend.domains.usage import repository as usage
 from backend.errors import Conflict
 from backend.ids import new_id
@@ -47,6 +49,7 @@ class SummaryWork:
     messages: tuple[dict[str, Any], ...]
     people: tuple[str, ...]  # whose words it holds: checked against erasure when it is written
     started_at: datetime
+    pseudonymizer: Any = None  # a pseudonymised thread's (TRN-10, EXT-11): the model sees placeholders
 
 
 async def next_summary(ctx: RequestContext, thread_id: str, settings: CompactionSettings,
@@ -88,8 +91,12 @@ async def next_summary(ctx: RequestContext, thread_id: str, settings: Compaction
             return None
         messages = prompt.segment_messages(items)
         people = owner + [row["subject"] for row in items if row["subject"] is not None]
+    pz = None
+    if thread["pseudonymized"]:  # a key hid this thread's personal data from its models: so does its summary
+        pz = await privacy.open_pseudonymizer(ctx, thread_id, subject=None)
+        messages = hide_messages(pz, list(messages))
     return SummaryWork(org_id, thread_id, unit, first, last, model, tuple(messages), tuple(sorted(set(people))),
-                       thread["now"])
+                       thread["now"], pz)
 
 
 def _next_missing(units: tuple[Unit, ...], written: Mapping[tuple[int, int, int], Any]) -> Unit | None:
@@ -156,8 +163,14 @@ async def store_summary(ctx: RequestContext, work: SummaryWork, answer: ChatAnsw
     inserted = await repo.insert_summary(ctx.db, {
         "org_id": ctx.org_id, "id": new_id("sum"), "thread_id": work.thread_id, "from_position": work.from_position,
         "to_position": work.to_position, "level": unit.level, "model": work.model.id,
-        "text": (answer.content or "").strip(), "from_turn": unit.first_turn, "to_turn": unit.last_turn})
+        "text": _restored(work, (answer.content or "").strip()), "from_turn": unit.first_turn,
+        "to_turn": unit.last_turn})
     return inserted is not None
+
+
+def _restored(work: SummaryWork, text: str) -> str:
+    """A summary keeps real values, like every item; a turn hides it again when it sends it."""
+    return work.pseudonymizer.restore(text) if work.pseudonymizer is not None else text
 
 
 async def meter(ctx: RequestContext, work: SummaryWork, input_tokens: int, output_tokens: int,
