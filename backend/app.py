@@ -17,6 +17,7 @@ from backend import openapi
 from backend.config import Settings, get_settings
 from backend.db import migrate
 from backend.db.engine import make_engine, make_sessionmaker
+from backend.domains.activity.controller import ActivityController
 from backend.domains.audit.controller import AuditController
 from backend.domains.exports.controller import ExportController
 from backend.domains.indexes.controller import IndexController
@@ -97,7 +98,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
         route_handlers=[health, ready, AdminController, OrgController, KeyController, OwnKeyController,
                         IndexController, AuditController, StoreController, ThreadController,
                         ThreadItemSearchController, ExportController, MemoryController, ToolController,
-                        SubjectController],
+                        SubjectController, ActivityController],
         dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page)},
         before_request=refuse_nul_in_url,
         exception_handlers={
