@@ -85,6 +85,7 @@ class KeyOut(Model):
     status: Literal["active", "revoked", "expired"]
     created_at: datetime
     updated_at: datetime
+    last_used_at: datetime | None  # to the minute; null: never used
 
 
 class KeyCreated(KeyOut):

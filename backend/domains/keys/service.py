@@ -37,7 +37,7 @@ def key_document(row: dict[str, Any]) -> dict[str, Any]:
         "id": row["id"], "org_id": row["org_id"], "name": row["name"], "capabilities": row["capabilities"],
         "memory": row["memory"], "policy": row["policy"], "privacy": row["privacy"], "expires_at": row["expires_at"],
         "revoked_at": row["revoked_at"], "status": key_status(row), "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
+        "updated_at": row["updated_at"], "last_used_at": row.get("last_used_at"),
     }
 
 
