@@ -167,29 +167,28 @@ def event_detail(event: dict[str, Any]) -> None:
     raw_json(detail)
 
 
+# Widths that keep every column an administrator checks in view on a 1440-pixel screen, the id whole and first.
 RECORD_COLUMNS: dict[str, Any] = {
-    "id": st.column_config.TextColumn("id", width=250, pinned=True, help="Open it below, or type it in *Open a "
+    "id": st.column_config.TextColumn("id", width=235, pinned=True, help="Open it below, or type it in *Open a "
                                       "record by id*"),
-    "store": st.column_config.TextColumn("store", width="small"),
-    "owner": st.column_config.TextColumn("owner", width="small", help="A person's id, or shared"),
-    "type": st.column_config.MultiselectColumn("type", width="small", color="auto"),
-    "text": st.column_config.TextColumn("text", width="medium"),
+    "owner": st.column_config.TextColumn("owner", width=60, help="A person's id, or shared"),
+    "type": st.column_config.MultiselectColumn("type", width=80, color="auto"),
+    "text": st.column_config.TextColumn("text", width=175),
     "effective": st.column_config.ProgressColumn("effective", min_value=0.0, max_value=1.0, format="%.2f",
-                                                 width="small",
+                                                 width=70,
                                                  help="Confidence after decay, as the API computes it now"),
-    "stored": st.column_config.NumberColumn("stored", format="%.2f", width="small"),
-    "tags": st.column_config.MultiselectColumn("tags", width="small", color="auto"),
-    "priority": st.column_config.TextColumn("priority", width="small"),
-    "status": st.column_config.TextColumn("status", width="small"),
-    "verified": st.column_config.CheckboxColumn("verified", width="small",
-                                                help="Checked by an administrator"),
-    "contested": st.column_config.CheckboxColumn("contested", width="small",
-                                                 help="Contradicts another record"),
-    "expires_at": st.column_config.DatetimeColumn("expires", format="YYYY-MM-DD HH:mm", width="small",
-                                                  help="Empty: never expires"),
-    "source": st.column_config.TextColumn("source", width="small"),
-    "version": st.column_config.NumberColumn("v", width="small"),
-    "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm", width="small"),
+    "stored": st.column_config.NumberColumn("stored", format="%.2f", width=48),
+    "tags": st.column_config.MultiselectColumn("tags", width=75, color="auto"),
+    "priority": st.column_config.TextColumn("priority", width=60),
+    "status": st.column_config.TextColumn("status", width=52),
+    "flags": st.column_config.MultiselectColumn(
+        "flags", width=95, color=["green", "orange"], options=["verified", "contested"],
+        help="verified: checked by an administrator; contested: contradicts another record"),
+    "expires": st.column_config.TextColumn("expires", width=85, help="The day it expires; never, or empty"),
+    "store": st.column_config.TextColumn("store", width=90),
+    "source": st.column_config.TextColumn("source", width=70),
+    "version": st.column_config.NumberColumn("v", width=40),
+    "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm", width=130),
 }
 RECORD_ROW_HEIGHT = 35
 
@@ -197,7 +196,10 @@ RECORD_ROW_HEIGHT = 35
 def records_table(frame: pl.DataFrame, *, key: str) -> dict[str, Any] | None:
     """Memory records as a tall table with every column an administrator checks in view; the selected row (as a
     dict) is returned."""
-    shown = frame.with_columns(pl.concat_list(pl.col("type")).alias("type"))
+    flags = pl.concat_list(pl.when(pl.col("verified")).then(pl.lit("verified")),
+                           pl.when(pl.col("contested")).then(pl.lit("contested"))).list.drop_nulls()
+    shown = frame.with_columns(pl.concat_list(pl.col("type")).alias("type"), flags.alias("flags"),
+                               pl.col("expires_at").dt.strftime("%Y-%m-%d").fill_null("never").alias("expires"))
     height = min(RECORD_ROW_HEIGHT * (frame.height + 1) + 3, 760)
     state = st.dataframe(shown, column_config=RECORD_COLUMNS, column_order=list(RECORD_COLUMNS), hide_index=True,
                          key=key, on_select="rerun", selection_mode="single-row", height=height,

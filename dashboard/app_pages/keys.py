@@ -13,14 +13,11 @@ from shared.client import ApiError
 
 KEY_COLUMNS = {
     "name": st.column_config.TextColumn("name", pinned=True),
-    "status": st.column_config.TextColumn("status", width="small"),
-    "capabilities": st.column_config.MultiselectColumn("capabilities", color="auto", width="large"),
-    "last_used_at": st.column_config.DatetimeColumn("last used", format="YYYY-MM-DD HH:mm",
-                                                    help="To the minute; empty: never used"),
-    "created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD"),
-    "expires_at": st.column_config.DatetimeColumn("expires", format="YYYY-MM-DD HH:mm", help="Empty: never"),
-    "revoked_at": st.column_config.DatetimeColumn("revoked", format="YYYY-MM-DD HH:mm"),
-    "id": st.column_config.TextColumn("id", width=250),
+    "status": st.column_config.TextColumn("status", width=65),
+    "capabilities": st.column_config.MultiselectColumn("capabilities", color="auto", width=470),
+    "last_used": st.column_config.TextColumn("last used", width=125, help="To the minute"),
+    "expires": st.column_config.TextColumn("expires", width=100),
+    "id": st.column_config.TextColumn("id", width=215),
 }
 STATUS_COLOURS: dict[str, Literal["green", "red", "gray"]] = {"active": "green", "revoked": "red", "expired": "gray"}
 
@@ -81,8 +78,8 @@ if listed.is_empty():
     components.empty_state("No keys yet: create one above for each application that calls the API.")
     st.stop()
 
-state = st.dataframe(listed, hide_index=True, key="keys_table", on_select="rerun", selection_mode="single-row",
-                     column_config=KEY_COLUMNS, column_order=list(KEY_COLUMNS))
+state = st.dataframe(key_admin.keys_table(listed, tz), hide_index=True, key="keys_table", on_select="rerun",
+                     selection_mode="single-row", column_config=KEY_COLUMNS, column_order=list(KEY_COLUMNS))
 rows = state.selection.rows if state is not None else []
 if rows and rows[0] < listed.height:
     st.session_state["keys_open"] = listed["id"][rows[0]]

@@ -4,6 +4,7 @@ are shared against the budget, the records per section, and why each left-out re
 from __future__ import annotations
 
 import altair as alt
+import polars as pl
 import streamlit as st
 
 from dashboard import components, data, forms
@@ -91,10 +92,11 @@ def share_chart(result: PreviewOut) -> None:
         color=alt.Color("part:N", title=None, sort=["the person's", "shared", "section labels"],
                         legend=alt.Legend(orient="bottom")),
         order=alt.Order("order:Q"), tooltip=["part:N", "tokens:Q"])
-    line = alt.Chart(alt.Data(values=[{"limit": previewer.SHARED_SHARE * budget}])).mark_rule(
-        color="red", strokeDash=[4, 3], size=2).encode(x="limit:Q", tooltip=[alt.Tooltip(
-            "limit:Q", title="shared lines may use up to (40% of the budget)", format=".0f")])
-    st.altair_chart((bars + line).properties(height=70), width="stretch")
+    limit = pl.DataFrame({"limit": [previewer.SHARED_SHARE * budget], "label": ["40% shared limit"]})
+    line = alt.Chart(limit).mark_rule(color="red", strokeDash=[4, 3], size=2).encode(
+        x="limit:Q", tooltip=[alt.Tooltip("limit:Q", title="shared lines may use up to", format=".0f")])
+    text = alt.Chart(limit).mark_text(align="left", dx=4, dy=-22, color="red").encode(x="limit:Q", text="label:N")
+    st.altair_chart((bars + line + text).properties(height=110), width="stretch")
 
 
 def show(result: PreviewOut, prefix: str) -> None:

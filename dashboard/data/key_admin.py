@@ -172,3 +172,13 @@ def memory_body(*, retrieval_tool: bool, write_tool: bool, inject: bool, index_i
         if budget_tokens is not None:
             injection["budget_tokens"] = budget_tokens
     return {"retrieval_tool": retrieval_tool, "write_tool": write_tool, "injection": injection, "decay": decay}
+
+
+def keys_table(listed: pl.DataFrame, tz: str) -> pl.DataFrame:
+    """The keys as the page lists them: times in the organisation's zone, "never" for no use and no expiry."""
+    def when(column: str, missing: str, fmt: str = "%Y-%m-%d %H:%M") -> pl.Expr:
+        return pl.col(column).dt.convert_time_zone(tz).dt.strftime(fmt).fill_null(missing)
+
+    return listed.select("name", "status", "capabilities", when("last_used_at", "never").alias("last_used"),
+                         when("expires_at", "never").alias("expires"), when("created_at", "", "%Y-%m-%d")
+                         .alias("created"), "id")

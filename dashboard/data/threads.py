@@ -23,7 +23,6 @@ from shared.schemas.threads import (
     ItemSearchQuery,
     MessageOut,
     ReasoningOut,
-    RefusalOut,
     RefusalPart,
     SearchPage,
     StateOut,
@@ -123,13 +122,14 @@ def item_type(item: ItemOut) -> str:
     return str(type(item).__struct_config__.tag)
 
 
-def item_role(item: ItemOut) -> str | None:
-    """A message's role; a refusal, a tool call and reasoning are the assistant's (as search reports refusals)."""
+def item_role(item: ItemOut) -> str:
+    """A message's role; a refusal, a tool call and reasoning are the assistant's (as search reports refusals), a
+    tool's result the tool's."""
     if isinstance(item, MessageOut):
         return item.role
-    if isinstance(item, RefusalOut | FunctionCallOut | ReasoningOut):
-        return "assistant"
-    return None
+    if isinstance(item, FunctionCallOutputOut):
+        return "tool"
+    return "assistant"
 
 
 def item_writer(item: ItemOut) -> str:

@@ -94,10 +94,10 @@ def test_plt_4_a_key_created_on_the_page_works_against_the_api(app: AppTest, org
     assert [c.value for c in app.code] == []
     # The list shows it with its capabilities, status and last use.
     app.sidebar.button(key="refresh").click().run()
-    [listed] = frames(app, "last_used_at")
+    [listed] = frames(app, "last_used")
     row = listed.set_index("name").loc["support assistant"]
     assert row["status"] == "active" and list(row["capabilities"]) == ["knowledge", "memory", "threads"]
-    assert row["last_used_at"] is not None
+    assert row["last_used"] != "never" and row["expires"] == "never"
     assert "The secret of support assistant" not in " ".join(m.value for m in app.markdown)
 
 
