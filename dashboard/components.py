@@ -169,18 +169,18 @@ def event_detail(event: dict[str, Any]) -> None:
 
 # Widths that keep every column an administrator checks in view on a 1440-pixel screen, the id whole and first.
 RECORD_COLUMNS: dict[str, Any] = {
-    "id": st.column_config.TextColumn("id", width=235, pinned=True, help="Open it below, or type it in *Open a "
+    "id": st.column_config.TextColumn("id", width=250, pinned=True, help="Open it below, or type it in *Open a "
                                       "record by id*"),
     "owner": st.column_config.TextColumn("owner", width=60, help="A person's id, or shared"),
-    "type": st.column_config.MultiselectColumn("type", width=80, color="auto"),
-    "text": st.column_config.TextColumn("text", width=175),
+    "type": st.column_config.MultiselectColumn("type", width=90, color="auto"),
+    "text": st.column_config.TextColumn("text", width=160),
     "effective": st.column_config.ProgressColumn("effective", min_value=0.0, max_value=1.0, format="%.2f",
-                                                 width=70,
+                                                 width=68,
                                                  help="Confidence after decay, as the API computes it now"),
-    "stored": st.column_config.NumberColumn("stored", format="%.2f", width=48),
+    "stored": st.column_config.NumberColumn("stored", format="%.2f", width=46),
     "tags": st.column_config.MultiselectColumn("tags", width=75, color="auto"),
-    "priority": st.column_config.TextColumn("priority", width=60),
-    "status": st.column_config.TextColumn("status", width=52),
+    "priority": st.column_config.TextColumn("priority", width=58),
+    "status": st.column_config.TextColumn("status", width=50),
     "flags": st.column_config.MultiselectColumn(
         "flags", width=95, color=["green", "orange"], options=["verified", "contested"],
         help="verified: checked by an administrator; contested: contradicts another record"),

@@ -82,21 +82,29 @@ if "preview_result" not in st.session_state:
     st.stop()
 
 
+PARTS = ["the person's", "shared", "section labels"]
+PART_COLOURS = ["#1c83e1", "#83c9ff", "#bdbdbd"]
+
+
 def share_chart(result: PreviewOut) -> None:
-    """The block's tokens against the budget: the person's, shared and labels stacked, the 40% shared line marked."""
+    """The block's tokens against the budget: the person's, shared and labels stacked, the 40% shared line marked
+    (a tick across the bar's band: the chart's one row)."""
     budget = result.trace.budget_tokens
-    parts = previewer.token_parts(result)
+    parts = previewer.token_parts(result).with_columns(pl.lit("block").alias("row"))
+    row = alt.Y("row:N", axis=None)
     scale = alt.Scale(domain=[0, max(budget, result.trace.estimated_tokens, 1)])
-    bars = alt.Chart(parts).mark_bar(height=26).encode(
-        x=alt.X("sum(tokens):Q", title="tokens", scale=scale, stack="zero"),
-        color=alt.Color("part:N", title=None, sort=["the person's", "shared", "section labels"],
-                        legend=alt.Legend(orient="bottom")),
+    bars = alt.Chart(parts).mark_bar(height=24).encode(
+        x=alt.X("sum(tokens):Q", title="tokens", scale=scale, stack="zero"), y=row,
+        color=alt.Color("part:N", title=None, scale=alt.Scale(domain=PARTS, range=PART_COLOURS),
+                        legend=alt.Legend(orient="top", direction="horizontal")),
         order=alt.Order("order:Q"), tooltip=["part:N", "tokens:Q"])
-    limit = pl.DataFrame({"limit": [previewer.SHARED_SHARE * budget], "label": ["40% shared limit"]})
-    line = alt.Chart(limit).mark_rule(color="red", strokeDash=[4, 3], size=2).encode(
-        x="limit:Q", tooltip=[alt.Tooltip("limit:Q", title="shared lines may use up to", format=".0f")])
-    text = alt.Chart(limit).mark_text(align="left", dx=4, dy=-22, color="red").encode(x="limit:Q", text="label:N")
-    st.altair_chart((bars + line + text).properties(height=110), width="stretch")
+    limit = pl.DataFrame({"limit": [previewer.SHARED_SHARE * budget], "label": ["40% shared limit"],
+                          "row": ["block"]})
+    line = alt.Chart(limit).mark_tick(color="red", thickness=3, size=40).encode(
+        x="limit:Q", y=row, tooltip=[alt.Tooltip("limit:Q", title="shared lines may use up to", format=".0f")])
+    text = alt.Chart(limit).mark_text(align="left", dx=4, dy=-16, color="red").encode(x="limit:Q", y=row,
+                                                                                     text="label:N")
+    st.altair_chart((bars + line + text).properties(height=90), width="stretch")
 
 
 def show(result: PreviewOut, prefix: str) -> None:

@@ -88,7 +88,7 @@ def section_frame(settings: StoreSettingsOut, section: str) -> pl.DataFrame:
 
 
 def _shown(value: Any) -> str:
-    if value is None:
+    if value is None or value == {}:
         return "none"
     if isinstance(value, dict | list | bool):
         return json.dumps(value, sort_keys=True)

@@ -39,11 +39,13 @@ SPEC_ID = re.compile(r"\b(PLT|MEM|INJ|EXT|THR|TRN|DSH|EXP)-\d+")
 # The documentation's screenshot of each page, by the page's url path.
 DOC_NAMES = {"overview": "overview", "records": "records", "stores": "stores", "previewer": "previewer",
              "threads": "threads", "audit": "audit", "keys": "keys", "people": "people", "indexes": "indexes"}
-# Labels of primary buttons whose text overflows its box (the label is cut, shown as "S…").
+# Labels of primary buttons whose text does not fit its box: Streamlit then cuts the label ("S…", or nothing but
+# the icon) and the label's box scrolls (its scrollWidth exceeds its clientWidth, which may be 0).
 CUT_PRIMARY_BUTTONS = """() => Array.from(document.querySelectorAll('button[data-testid^="stBaseButton-primary"]'))
     .filter(b => b.offsetParent !== null)
-    .filter(b => [b, ...b.querySelectorAll('*')].some(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1))
-    .map(b => b.innerText)"""
+    .filter(b => Array.from(b.querySelectorAll('[data-testid="stMarkdownContainer"]'))
+        .some(e => e.scrollWidth > e.clientWidth + 1))
+    .map(b => b.textContent.trim())"""
 
 
 def _free_port() -> int:
@@ -213,11 +215,24 @@ def open_the_thread(thread_id: str) -> Callable[[Page], None]:
     return prepare
 
 
+def review_a_change(page: Page) -> None:
+    """Stores: change a setting and review it, so the *Save* button shows (and must fit)."""
+    card = page.locator(".st-key-stores_card_commitments")
+    card.get_by_text("Edit commitments").click()
+    field = card.get_by_role("spinbutton", name="Commitments per turn")
+    field.fill("4")
+    field.press("Tab")
+    card.get_by_role("button", name="Review change").click()
+    card.get_by_text("The change").wait_for(timeout=WAIT_MS)
+    settle(page)
+    assert card.get_by_role("button", name="Save", exact=True).is_visible()
+
+
 def prepare_steps(seeded: dict[str, str]) -> dict[str, Callable[[Page], None]]:
     """What each page shows in its documentation screenshot, when more than its first view."""
     return {"people": look_up_anna, "indexes": create_an_index, "previewer": compare_anna_and_bert,
             "keys": lambda page: select_first_row(page, "Capabilities and status"),
-            "threads": open_the_thread(seeded["thread_id"])}
+            "threads": open_the_thread(seeded["thread_id"]), "stores": review_a_change}
 
 
 def test_dsh_11_browser_logs_in_and_opens_every_page(dashboard_url: str, org: Org) -> None:
