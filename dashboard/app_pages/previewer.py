@@ -64,12 +64,13 @@ with st.form("preview_form", border=True):
 if submitted:
     st.session_state.pop("preview_result", None)
     try:
-        results = []
+        previews = []
         for person, attributes, nobody in people:
             body = forms.preview_body(person=person, attributes_json=attributes, nobody=nobody, key_id=key_id,
                                       turn_input=turn_input, store_override=override)
-            results.append((person.strip() if not nobody else "nobody", previewer.run_preview(client, index_id, body)))
-        st.session_state["preview_result"] = results
+            previews.append((person.strip() if not nobody else "nobody", previewer.run_preview(client, index_id,
+                                                                                               body)))
+        st.session_state["preview_result"] = previews
     except ValueError as exc:
         st.error(str(exc), icon=":material/error:")
         st.stop()
