@@ -17,6 +17,7 @@ from backend import openapi
 from backend.config import Settings, get_settings
 from backend.db import migrate
 from backend.db.engine import make_engine, make_sessionmaker
+from backend.domains.activity.controller import ActivityController
 from backend.domains.agents.controller import AgentController
 from backend.domains.audit.controller import AuditController
 from backend.domains.exports.controller import ExportController
@@ -105,7 +106,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
                         IndexController, AuditController, StoreController, ThreadController,
                         ThreadItemSearchController, ExportController, MemoryController, ToolController,
                         SubjectController, ModelController, AdminModelController, UsageController,
-                        ResponseController, MessagesController, AgentController, mcp.handler],
+                        ResponseController, MessagesController, AgentController, ActivityController, mcp.handler],
         dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page),
                       "turn": Provide(provide_turn_context)},
         before_request=refuse_nul_in_url,

@@ -13,7 +13,9 @@ import inspect
 import json
 import re
 from collections.abc import Callable, Sequence
+from datetime import datetime, time, timedelta
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 from litestar.params import Parameter
@@ -139,3 +141,18 @@ class Page:
 
 async def provide_page(cursor: str | None = None, limit: int | None = None) -> Page:
     return Page(cursor, limit)
+
+
+# ---------------------------------------------------------------- calendar days
+
+def day_window(timezone: str, days: int, now: datetime | None = None) -> tuple[str, datetime, list[str]]:
+    """The last `days` calendar days in `timezone`, today included: the zone actually used (UTC when the name is
+    unknown), the instant the first day starts, and the days as `YYYY-MM-DD`, oldest first."""
+    try:
+        zone = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        timezone, zone = "UTC", ZoneInfo("UTC")
+    today = (now or datetime.now(zone)).astimezone(zone).date()
+    first = today - timedelta(days=days - 1)
+    return timezone, datetime.combine(first, time(), zone), [(first + timedelta(days=n)).isoformat()
+                                                             for n in range(days)]

@@ -9,6 +9,7 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from dashboard.data import shapes
 from shared.client import ApiError, chain_summary
 from shared.schemas.memory import MemoryOut
 from shared.schemas.platform import ChainStatus
@@ -22,8 +23,39 @@ def api_error(err: ApiError, doing: str | None = None) -> None:
     st.error(f"{lead}{err.message}\n\nCode `{err.code}`{where}{ref}", icon=":material/error:")
 
 
-def empty_state(message: str) -> None:
+def empty_state(message: str, action: tuple[str, str, str] | None = None, *, key: str | None = None) -> None:
+    """What is missing and what to do, in words; `action` (page, button label, icon) is the button that does it."""
     st.info(message, icon=":material/inbox:")
+    if action is not None:
+        go_button(*action, key=key)
+
+
+def go_button(page: str, label: str, icon: str, *, key: str | None = None) -> None:
+    """A button that opens another page (`app_pages/…`)."""
+    if st.button(label, key=key or f"go_{page}_{label}", icon=icon):
+        st.switch_page(page)
+
+
+def raw_json(value: object, label: str = "Raw JSON") -> None:
+    """The document exactly as the API sent it, folded away."""
+    with st.expander(label, icon=":material/data_object:"):
+        st.json(value, expanded=True)
+
+
+def fields_table(frame: pl.DataFrame, *, key: str) -> None:
+    """A document's fields, one per row (`data.shapes.fields_frame`)."""
+    st.dataframe(frame, hide_index=True, key=key, column_config={
+        "field": st.column_config.TextColumn("field", width="medium"),
+        "value": st.column_config.TextColumn("value", width="large")})
+
+
+def pairs_editor(label: str, frame: pl.DataFrame, *, key: str, help: str) -> list[dict[str, object]]:
+    """Name/value rows to edit (add a row at the bottom, delete with the row's checkbox); returns the rows."""
+    st.markdown(f"**{label}**", help=help)
+    edited = st.data_editor(frame.to_pandas(), num_rows="dynamic", hide_index=True, key=key, column_config={
+        "name": st.column_config.TextColumn("name", width="small"),
+        "value": st.column_config.TextColumn("value", width="medium")})
+    return [dict(row) for row in edited.to_dict("records")]
 
 
 def page_header(title: str, purpose: str) -> None:
@@ -97,55 +129,81 @@ def events_table(frame: pl.DataFrame, *, key: str, selectable: bool = False) -> 
     return frame.row(rows[0], named=True) if rows and rows[0] < frame.height else None
 
 
-def events_per_day_chart(per_day: pl.DataFrame, days: list[str]) -> None:
-    """Stacked bars: events per local day (every day of `days` on the axis, quiet ones empty), coloured by action."""
+def daily_chart(per_day: pl.DataFrame, days: list[str], *, colour: str, counted: str) -> None:
+    """Stacked bars per calendar day (every day of `days` on the axis, quiet ones empty), coloured by `name`."""
     chart = (
         alt.Chart(per_day)
         .mark_bar()
         .encode(
             x=alt.X("day:O", title=None, scale=alt.Scale(domain=days),
                     axis=alt.Axis(labelAngle=-45, labelExpr="slice(datum.label, 5)")),
-            y=alt.Y("sum(events):Q", title="events", stack="zero"),
-            color=alt.Color("action:N", title="action"),
-            tooltip=["day:O", "action:N", alt.Tooltip("sum(events):Q", title="events")],
+            y=alt.Y("sum(count):Q", title=counted, stack="zero"),
+            color=alt.Color("name:N", title=colour),
+            tooltip=[alt.Tooltip("day:O", title="day"), alt.Tooltip("name:N", title=colour),
+                     alt.Tooltip("sum(count):Q", title=counted)],
         )
-        .properties(height=260)
+        .properties(height=240)
     )
     st.altair_chart(chart, width="stretch")
 
 
 def event_detail(event: dict[str, Any]) -> None:
-    """Every field of one audit event, its detail as JSON."""
+    """One audit event: what changed (before → after) and its other details as tables, the raw JSON folded away."""
     st.markdown(f"**Event `{event['id']}`** · seq {event['seq']} · `{event['action']}` · {event['outcome']}")
-    st.caption(f"hash `{event['hash']}`")
-    st.json(json.loads(event["detail"]) if event["detail"] else {}, expanded=True)
+    st.caption(f"by {event['actor_type']} {event['actor_id'] or ''} · object {event['object_type'] or '—'} "
+               f"{event['object_id'] or ''} · hash `{event['hash']}`")
+    detail = json.loads(event["detail"]) if event["detail"] else {}
+    changes, rest = shapes.detail_frames(detail)
+    if not changes.is_empty():
+        st.markdown("**What changed**")
+        st.dataframe(changes, hide_index=True, key=f"event_changes_{event['id']}", column_config={
+            "field": st.column_config.TextColumn("field", width="medium"),
+            "before": st.column_config.TextColumn("before", width="medium"),
+            "after": st.column_config.TextColumn("after", width="medium")})
+    if not rest.is_empty():
+        fields_table(rest, key=f"event_fields_{event['id']}")
+    elif changes.is_empty():
+        st.caption("This event carries no detail.")
+    raw_json(detail)
 
 
+# Widths that keep every column an administrator checks in view on a 1440-pixel screen, the id whole and first.
 RECORD_COLUMNS: dict[str, Any] = {
-    "id": st.column_config.TextColumn("id", width="small"),
-    "store": st.column_config.TextColumn("store", width="small"),
-    "owner": st.column_config.TextColumn("owner", width="small", help="A person's id, or shared"),
-    "type": st.column_config.TextColumn("type", width="small"),
-    "text": st.column_config.TextColumn("text", width="large"),
+    "id": st.column_config.TextColumn("id", width=250, pinned=True, help="Open it below, or type it in *Open a "
+                                      "record by id*"),
+    "owner": st.column_config.TextColumn("owner", width=60, help="A person's id, or shared"),
+    "type": st.column_config.MultiselectColumn("type", width=90, color="auto"),
+    "text": st.column_config.TextColumn("text", width=160),
     "effective": st.column_config.ProgressColumn("effective", min_value=0.0, max_value=1.0, format="%.2f",
+                                                 width=68,
                                                  help="Confidence after decay, as the API computes it now"),
-    "stored": st.column_config.NumberColumn("stored", format="%.2f", width="small"),
-    "tags": st.column_config.ListColumn("tags"),
-    "priority": st.column_config.TextColumn("priority", width="small"),
-    "status": st.column_config.TextColumn("status", width="small"),
-    "verified": st.column_config.CheckboxColumn("verified", width="small"),
-    "contested": st.column_config.CheckboxColumn("contested", width="small"),
-    "source": None,
-    "version": st.column_config.NumberColumn("v", width="small"),
-    "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm"),
-    "expires_at": st.column_config.DatetimeColumn("expires", format="YYYY-MM-DD HH:mm"),
+    "stored": st.column_config.NumberColumn("stored", format="%.2f", width=46),
+    "tags": st.column_config.MultiselectColumn("tags", width=75, color="auto"),
+    "priority": st.column_config.TextColumn("priority", width=58),
+    "status": st.column_config.TextColumn("status", width=50),
+    "flags": st.column_config.MultiselectColumn(
+        "flags", width=95, color=["green", "orange"], options=["verified", "contested"],
+        help="verified: checked by an administrator; contested: contradicts another record"),
+    "expires": st.column_config.TextColumn("expires", width=85, help="The day it expires; never, or empty"),
+    "store": st.column_config.TextColumn("store", width=90),
+    "source": st.column_config.TextColumn("source", width=70),
+    "version": st.column_config.NumberColumn("v", width=40),
+    "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm", width=130),
 }
+RECORD_ROW_HEIGHT = 35
 
 
 def records_table(frame: pl.DataFrame, *, key: str) -> dict[str, Any] | None:
-    """Memory records as a table; the selected row (as a dict) is returned."""
-    state = st.dataframe(frame, column_config=RECORD_COLUMNS, hide_index=True, key=key, on_select="rerun",
-                         selection_mode="single-row")
+    """Memory records as a tall table with every column an administrator checks in view; the selected row (as a
+    dict) is returned."""
+    flags = pl.concat_list(pl.when(pl.col("verified")).then(pl.lit("verified")),
+                           pl.when(pl.col("contested")).then(pl.lit("contested"))).list.drop_nulls()
+    shown = frame.with_columns(pl.concat_list(pl.col("type")).alias("type"), flags.alias("flags"),
+                               pl.col("expires_at").dt.strftime("%Y-%m-%d").fill_null("never").alias("expires"))
+    height = min(RECORD_ROW_HEIGHT * (frame.height + 1) + 3, 760)
+    state = st.dataframe(shown, column_config=RECORD_COLUMNS, column_order=list(RECORD_COLUMNS), hide_index=True,
+                         key=key, on_select="rerun", selection_mode="single-row", height=height,
+                         row_height=RECORD_ROW_HEIGHT)
     rows = state.selection.rows if state is not None else []
     return frame.row(rows[0], named=True) if rows and rows[0] < frame.height else None
 
@@ -154,8 +212,11 @@ def record_summary(record: MemoryOut, store: str, tz: str) -> None:
     """The record's text, its confidence (effective against stored) and where it lives."""
     st.markdown(f"> {record.text}")
     cols = st.columns(5)
+    decayed = round(record.effective_confidence - record.confidence, 2)
     cols[0].metric("Effective confidence", f"{record.effective_confidence:.2f}",
-                   delta=f"{record.effective_confidence - record.confidence:+.2f} from stored", delta_color="off")
+                   delta=f"{decayed:+.2f} from stored" if decayed else None, delta_color="off",
+                   help="The stored confidence after decay, as the API computes it now. No change is shown when "
+                        "the record has not decayed.")
     cols[1].metric("Stored confidence", f"{record.confidence:.2f}")
     cols[2].metric("Version", record.version)
     cols[3].metric("Recalled", record.recall_count)
@@ -195,6 +256,7 @@ SETTINGS_COLUMNS: dict[str, Any] = {
     "effective": st.column_config.TextColumn("effective", help="What the store uses now"),
     "default": st.column_config.TextColumn("default"),
     "differs": st.column_config.CheckboxColumn("differs", width="small", help="Effective value is not the default"),
+    "name": None,
 }
 
 

@@ -11,6 +11,7 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from dashboard.data import shapes
 from shared.schemas.memory import MemoryOut, MemoryQuery
 from shared.schemas.platform import AuditQuery
 from shared.schemas.stores import PreviewIn, PreviewSubject
@@ -65,12 +66,13 @@ def period(start: date | None, end: date | None, tz: str) -> tuple[datetime | No
 
 def audit_filter(*, start: date | None, end: date | None, tz: str, actor_type: str | None, actor_id: str,
                  actions: list[str], object_type: str, object_id: str, person: str,
-                 outcome: str | None) -> AuditQuery:
+                 outcome: str | None, exclude: list[str] | None = None) -> AuditQuery:
     """The audit log's filter widgets as the query of `GET /audit`; blank fields do not filter."""
     start_at, end_at = period(start, end, tz)
     return AuditQuery(
         from_=start_at, to=end_at, actor_type=actor_type,  # type: ignore[arg-type]
         actor_id=actor_id.strip() or None, action=[a.strip() for a in actions if a.strip()],
+        exclude_action=list(exclude or []),
         object_type=object_type.strip() or None, object_id=object_id.strip() or None,
         subject=person.strip() or None, outcome=outcome,  # type: ignore[arg-type]
     )
@@ -133,7 +135,7 @@ def preview_body(*, person: str, attributes_json: str, nobody: bool, key_id: str
 
 
 def record_changes(record: MemoryOut, *, text: str, confidence: float, priority: str, tags: str,
-                   metadata: str, labels: str) -> dict[str, Any]:
+                   metadata: dict[str, Any], labels: dict[str, Any]) -> dict[str, Any]:
     """The edit form's fields that differ from the record, as a PATCH body (only what changed)."""
     changes: dict[str, Any] = {}
     if text != record.text:
@@ -145,29 +147,23 @@ def record_changes(record: MemoryOut, *, text: str, confidence: float, priority:
     new_tags = list(words(tags))
     if new_tags != record.tags:
         changes["tags"] = new_tags
-    for name, raw, current in (("metadata", metadata, record.metadata), ("labels", labels, record.labels)):
-        try:
-            value = json.loads(raw or "{}")
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"`{name}` is not JSON: {exc.msg} (line {exc.lineno}).") from exc
+    for name, value, current in (("metadata", metadata, record.metadata), ("labels", labels, record.labels)):
         if value != current:
             changes[name] = value
     return changes
 
 
 def section_input(before: dict[str, Any], entered: dict[str, Any], section: str) -> dict[str, Any]:
-    """The editor's values as the section to send: JSON text parsed for maps; numbers left for the API to judge."""
+    """The editor's values as the section to send: name/value rows as maps (`data.shapes.pairs_value`); numbers
+    left for the API to judge."""
     after: dict[str, Any] = {}
     for name, value in entered.items():
         current = before.get(name)
-        if isinstance(current, dict | list):
+        if isinstance(current, dict):
             try:
-                parsed = json.loads(value or "{}")
-            except json.JSONDecodeError as exc:
-                raise FieldError(f"{section}.{name}", f"`{name}` is not JSON: {exc.msg} (line {exc.lineno}).") from exc
-            if not isinstance(parsed, dict):
-                raise FieldError(f"{section}.{name}", f"`{name}` must be a JSON object such as {{}}.")
-            after[name] = parsed
+                after[name] = shapes.pairs_value(list(value), "setting")
+            except ValueError as exc:
+                raise FieldError(f"{section}.{name}", str(exc)) from exc
         elif isinstance(value, float) and value.is_integer():
             after[name] = int(value)
         else:

@@ -20,6 +20,9 @@ class PageSpec:
 
 PLATFORM: list[PageSpec] = [
     PageSpec("app_pages/overview.py", "Overview", ":material/dashboard:", "overview", "DSH-2"),
+    PageSpec("app_pages/indexes.py", "Indexes", ":material/folder_open:", "indexes", "PLT-13"),
+    PageSpec("app_pages/keys.py", "Keys", ":material/key:", "keys", "PLT-4"),
+    PageSpec("app_pages/people.py", "People", ":material/person_search:", "people", "MEM-19"),
     PageSpec("app_pages/audit_log.py", "Audit log", ":material/policy:", "audit", "DSH-8"),
 ]
 

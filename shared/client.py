@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from urllib.parse import quote
 
 import httpx
 import msgspec
 
+from shared.schemas.activity import ChangeQuery, DailyCounts, DailyQuery, RecordChangePage
 from shared.schemas.agents import AgentCreate, AgentOut, AgentPage, AgentPatch, AgentVersionOut, AgentVersionPage
 from shared.schemas.common import ErrorBody
 from shared.schemas.memory import (
+    ErasureOut,
     MemoryBatch,
     MemoryBatchOut,
     MemoryHistory,
@@ -40,12 +43,15 @@ from shared.schemas.platform import (
     KeyCreated,
     KeyOut,
     KeyPage,
+    KeyPatch,
     LoginIn,
     LoginOut,
     OrgOut,
     OrgPage,
     OrgPatch,
     SubjectIn,
+    SubjectTokenIn,
+    SubjectTokenOut,
 )
 from shared.schemas.stores import PreviewIn, PreviewOut, StoreSettingsOut, StoreSettingsPatch
 from shared.schemas.threads import (
@@ -272,12 +278,35 @@ class CoreClient:
     def all_keys(self, org_id: str, *, page_size: int = 200) -> list[KeyOut]:
         return list(_walk(lambda cursor: self.keys(org_id, cursor=cursor, limit=page_size)))
 
-    def create_key(self, org_id: str, body: KeyCreate) -> KeyCreated:
+    def create_key(self, org_id: str, body: KeyCreate | Mapping[str, Any]) -> KeyCreated:
+        """A mapping is sent as it is, so the API judges it and its 422 names the path."""
         return self._call("POST", f"/tenants/{org_id}/keys", KeyCreated, body=body)
 
     def key_audit(self, org_id: str, *, key_id: str | None = None, limit: int | None = None) -> KeyAuditPage:
         return self._call("GET", f"/tenants/{org_id}/keys/audit", KeyAuditPage,
                           params={"key_id": key_id, "limit": limit})
+
+    def key(self, org_id: str, key_id: str) -> KeyOut:
+        return self._call("GET", f"/tenants/{org_id}/keys/{key_id}", KeyOut)
+
+    def update_key(self, org_id: str, key_id: str, changes: KeyPatch | Mapping[str, Any]) -> KeyOut:
+        """PATCH a key. A mapping is sent as it is, so the API judges it and its 422 names the path
+        (`memory.injection.index_id`, `policy.rules[0].kind`)."""
+        return self._call("PATCH", f"/tenants/{org_id}/keys/{key_id}", KeyOut, body=changes)
+
+    def revoke_key(self, org_id: str, key_id: str) -> KeyOut:
+        return self._call("POST", f"/tenants/{org_id}/keys/{key_id}/revoke", KeyOut)
+
+    def delete_key(self, org_id: str, key_id: str) -> None:
+        self._send("DELETE", f"/tenants/{org_id}/keys/{key_id}")
+
+    def subject_token_for_key(self, org_id: str, key_id: str, body: SubjectTokenIn) -> SubjectTokenOut:
+        """Administrators: a subject token bound to that key, as the key itself would mint it (audited)."""
+        return self._call("POST", f"/tenants/{org_id}/keys/{key_id}/subject-tokens", SubjectTokenOut, body=body)
+
+    def own_key(self) -> KeyOut:
+        """`GET /key`: the calling key's own document (a key or subject token as the credential)."""
+        return self._call("GET", "/key", KeyOut)
 
     # ------------------------------------------------------------ indexes
 
@@ -317,6 +346,41 @@ class CoreClient:
 
     def agent_version(self, agent_id: str, version: int) -> AgentVersionOut:
         return self._call("GET", f"/agents/{agent_id}/versions/{version}", AgentVersionOut)
+
+    # ------------------------------------------------------------ indexes, erasure, activity
+
+    def create_index(self, body: IndexCreate | Mapping[str, Any]) -> IndexOut:
+        """A mapping is sent as it is, so the API judges the embedding choice and its 422 names the field."""
+        return self._call("POST", "/indexes", IndexOut, body=body)
+
+    def delete_index(self, index_id: str) -> None:
+        self._send("DELETE", f"/indexes/{index_id}")
+
+    # ------------------------------------------------------------ people (MEM-19)
+
+    def erase_subject(self, subject_id: str) -> ErasureOut:
+        """`DELETE /subjects/{id}`: erase everything of one person; answers what was removed, counted."""
+        return self._call("DELETE", f"/subjects/{quote(subject_id, safe='')}", ErasureOut)
+
+    # ------------------------------------------------------------ activity over time
+
+    def activity_records(self, days: int = 30) -> DailyCounts:
+        """Record versions written per calendar day (organisation's zone), by action."""
+        return self._call("GET", "/activity/records", DailyCounts, params=query_params(DailyQuery(days=days)))
+
+    def activity_messages(self, days: int = 30) -> DailyCounts:
+        """Messages written per calendar day, by role."""
+        return self._call("GET", "/activity/messages", DailyCounts, params=query_params(DailyQuery(days=days)))
+
+    def activity_audit(self, days: int = 30) -> DailyCounts:
+        """Audit events per calendar day, by action (administrators)."""
+        return self._call("GET", "/activity/audit", DailyCounts, params=query_params(DailyQuery(days=days)))
+
+    def record_changes(self, filters: ChangeQuery | None = None, *, cursor: str | None = None,
+                       limit: int | None = None) -> RecordChangePage:
+        """Record versions across records, newest first: who changed which record, and when."""
+        return self._call("GET", "/activity/changes", RecordChangePage,
+                          params={**query_params(filters or ChangeQuery()), "cursor": cursor, "limit": limit})
 
     # ------------------------------------------------------------ audit trail
 
@@ -382,9 +446,10 @@ class CoreClient:
         """Counts over every page of `memory(filters)`: per index, type and owner kind, and distinct people."""
         return self._call("GET", "/memory/stats", MemoryStats, params=query_params(filters or MemoryQuery()))
 
-    def thread_stats(self) -> ThreadStats:
-        """How many threads the caller may read, shared ones, their owners and their messages per role."""
-        return self._call("GET", "/threads/stats", ThreadStats)
+    def thread_stats(self, filters: ThreadQuery | None = None) -> ThreadStats:
+        """How many threads the caller may read (with the filters of `threads`), shared ones, their owners and their
+        messages per role."""
+        return self._call("GET", "/threads/stats", ThreadStats, params=query_params(filters or ThreadQuery()))
 
     def memory_record(self, record_id: str) -> MemoryOut:
         return self._call("GET", f"/memory/{record_id}", MemoryOut)
@@ -488,12 +553,6 @@ class CoreClient:
     def put_vocabulary(self, org_id: str, vocabulary: Mapping[str, Any]) -> dict[str, Any]:
         """Register the organisation's label vocabulary per kind; labels outside it are refused afterwards."""
         return self._call("PUT", f"/tenants/{org_id}/vocabulary", dict[str, Any], body=vocabulary)
-
-    def revoke_key(self, org_id: str, key_id: str) -> KeyOut:
-        return self._call("POST", f"/tenants/{org_id}/keys/{key_id}/revoke", KeyOut)
-
-    def create_index(self, body: IndexCreate) -> IndexOut:
-        return self._call("POST", "/indexes", IndexOut, body=body)
 
     def write_memory_batch(self, body: MemoryBatch) -> MemoryBatchOut:
         """Up to 1,000 records in one transaction, all or nothing, for the client's person (or shared)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -17,6 +17,7 @@ from backend.errors import BadRequest, CapabilityMissing, Forbidden, NotFound, T
 ALL_CAPABILITIES = frozenset({"knowledge", "memory", "threads", "tooling", "compaction", "management",
                               "trust_envelope"})
 ORG_HEADER = "X-Core-Org"
+KEY_USE_RESOLUTION = timedelta(minutes=1)  # a key's last use is written at most this often
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,14 @@ def _key_usable(key: dict[str, Any] | None) -> dict[str, Any]:
     return key
 
 
+async def _used(db: AsyncSession, key: dict[str, Any]) -> dict[str, Any]:
+    """Note the key's use to the minute: a write at most once a minute per key, never on every request."""
+    last = key.get("last_used_at")
+    if last is None or datetime.now(UTC) - last >= KEY_USE_RESOLUTION:
+        await repo.touch_key(db, key["org_id"], key["id"])
+    return key
+
+
 async def resolve(db: AsyncSession, *, secret: str, authorization: str | None, subject_header: str | None,
                   org_header: str | None, path_org_id: str | None = None
                   ) -> tuple[Principal, dict[str, Any] | None]:
@@ -114,7 +123,7 @@ async def resolve(db: AsyncSession, *, secret: str, authorization: str | None, s
     header_subject = subject_from_header(subject_header)
     if token.startswith(credentials.KEY_PREFIX):
         found, org = await repo.key_by_secret_hash(db, credentials.hash_secret(token))
-        key = _key_usable(found)
+        key = await _used(db, _key_usable(found))
         return Principal("key", key["org_id"], Actor("key", key["id"]), frozenset(key["capabilities"]),
                          header_subject, key=key), org
     if token.startswith(credentials.SUBJECT_TOKEN_PREFIX):
@@ -122,7 +131,7 @@ async def resolve(db: AsyncSession, *, secret: str, authorization: str | None, s
         if claims is None:
             raise Unauthorized("This subject token is invalid or has expired.", code="bad_credential")
         found, org = await repo.key_by_id(db, claims["org"], claims["kid"])
-        key = _key_usable(found)
+        key = await _used(db, _key_usable(found))
         token_subject = Subject(claims["sub"], {k: list(v) for k, v in (claims.get("attrs") or {}).items()})
         subject = combine(token_subject, header_subject)
         return Principal("subject_token", key["org_id"], Actor("subject", key["id"]),

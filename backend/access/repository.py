@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Table, bindparam, select
+from sqlalchemy import Table, bindparam, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Admin, AdminToken, ApiKey, Org, table_of
@@ -68,3 +68,12 @@ async def admin_by_token_hash(db: AsyncSession, token_hash: str) -> tuple[dict[s
 
 async def org(db: AsyncSession, org_id: str) -> dict[str, Any] | None:
     return _split(await _ORG.first(db, {"org_id": org_id}), "o_")[0]
+
+
+async def touch_key(db: AsyncSession, org_id: str, key_id: str) -> None:
+    """Record that the key was used now, unless another request did so within the last minute (concurrent requests
+    of one key then write it once: the second finds the fresh value when the first commits)."""
+    await db.execute(update(KEYS).where(
+        KEYS.c.org_id == org_id, KEYS.c.id == key_id,
+        or_(KEYS.c.last_used_at.is_(None), KEYS.c.last_used_at < func.now() - text("interval '1 minute'")))
+        .values(last_used_at=func.now()))

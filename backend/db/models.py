@@ -95,6 +95,8 @@ class ApiKey(Base):
     privacy: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # When a request last used it (as key or through a subject token), to the minute (migration 0011).
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     # Who made it (key | admin | system): a management key may not revoke, delete or change an administrator's.
     created_by_type: Mapped[str] = mapped_column(Text, nullable=False, server_default="admin")
     created_by_id: Mapped[str | None] = mapped_column(Text, nullable=True)

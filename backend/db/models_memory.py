@@ -144,6 +144,8 @@ class MemoryVersion(Base):
     __table_args__ = (
         ForeignKeyConstraint(["org_id", "record_id"], ["memory_records.org_id", "memory_records.id"],
                              ondelete="CASCADE"),
+        # The organisation's record changes, newest first, and versions per day (migration 0011).
+        Index("ix_memory_versions_org_id_at", "org_id", "at"),
     )
 
 

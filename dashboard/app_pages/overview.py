@@ -1,5 +1,5 @@
-"""Overview (DSH-2, the part whose API exists): indexes, keys by status, records per store and type, people,
-threads and their messages, the latest audit events."""
+"""Overview (DSH-2): indexes, keys by status, records per store and type, people, threads and their messages, the
+trends of the last 30 days, and the latest audit events."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import streamlit as st
 from dashboard import components, data
 from dashboard.data import overview
 
-RECENT_DAYS = 30
-RECENT_MAX = 600
+TREND_DAYS = 30
 LATEST_SHOWN = 20
 
 components.page_header("Overview", "What this organisation holds and what happened in it lately.")
@@ -21,9 +20,10 @@ tz = data.org_timezone(client, org)
 indexes = data.indexes(client)
 key_counts = overview.keys_by_status(data.keys(client, org))
 chain = data.chain_status(client)
-# The trail is read before the record counts, so the counts' own `memory.read` events show on the next visit.
-days = overview.last_days(RECENT_DAYS, tz)
-events = overview.recent_events(client, days[0], RECENT_MAX, tz)
+changes_only = st.session_state.get("overview_changes_only", True)
+# The trail is read before the counts, so the counts' own read events show on the next visit.
+events = overview.latest_events(client, LATEST_SHOWN, changes_only, tz)
+trends = overview.trends(client, TREND_DAYS)
 
 cols = st.columns(5)
 cols[0].metric("Indexes", indexes.height)
@@ -35,13 +35,19 @@ components.chain_badge(chain)
 
 st.subheader("Indexes")
 if indexes.is_empty():
-    components.empty_state("No indexes yet — create one with `POST /indexes`.")
+    components.empty_state("No indexes yet: every memory record lives in an index. Create the first one.",
+                           ("app_pages/indexes.py", "Create an index", ":material/add:"), key="overview_go_indexes")
 else:
     st.dataframe(indexes, hide_index=True, key="overview_indexes",
                  column_config={"created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD")})
 
+# EXTRACTION (comes with the extraction API): each store's extraction state as a badge with its one-line fix, and
+# a stacked chart of extraction windows by state per day, go here. Nothing is shown until that API exists.
+
 st.subheader("Memory records")
-if not indexes.is_empty():
+if indexes.is_empty():
+    components.empty_state("No memory records yet: records are written to an index, and there is none yet.")
+else:
     names = data.names(indexes)
     counts, people = overview.store_counts(client)
     personal = int(counts.filter(counts["owner"] == "personal")["records"].sum())
@@ -51,17 +57,21 @@ if not indexes.is_empty():
     record_cols[1].metric("Personal records", personal)
     record_cols[2].metric("Shared records", shared)
     record_cols[3].metric("People", people, help="People who own at least one active record.")
-    st.caption("Active, unexpired records, counted by the API over every store (`GET /memory/stats`); the count "
-               "is recorded in the audit trail as `memory.read`.")
+    st.caption("Active, unexpired records, counted by the API over every store; the count is recorded in the audit "
+               "trail as a read.")
     if counts.is_empty():
-        components.empty_state("No memory records yet — write one with `POST /memory`.")
+        components.empty_state("No memory records yet. Applications write them with a key; create one for your "
+                               "application.", ("app_pages/keys.py", "Create a key", ":material/key:"),
+                               key="overview_go_keys_records")
     else:
         components.record_counts_table(overview.counts_by_store(counts, names), key="overview_records")
 
 st.subheader("Threads")
 threads = overview.thread_counts(client)
 if threads.threads == 0:
-    components.empty_state("No threads yet — open one with `POST /threads`.")
+    components.empty_state("No threads yet. Applications open them when they call the API with a key that keeps "
+                           "conversations.", ("app_pages/keys.py", "Create a key", ":material/key:"),
+                           key="overview_go_keys_threads")
 else:
     thread_cols = st.columns(4)
     thread_cols[0].metric("Threads", threads.threads)
@@ -71,15 +81,42 @@ else:
     thread_cols[3].metric("Messages", messages.user + messages.assistant + messages.developer,
                           help=f"{messages.user} from people, {messages.assistant} from assistants, "
                                f"{messages.developer} developer instructions.")
-    st.caption("Counted by the API over every thread you may read (`GET /threads/stats`); the count is recorded "
-               "in the audit trail as `thread.read`.")
+    st.caption("Counted by the API over every thread you may read; the count is recorded in the audit trail as a "
+               "read.")
+
+st.subheader(f"The last {TREND_DAYS} days")
+st.caption(f"Per calendar day in {tz}, counted by the API.")
+records_chart, messages_chart = st.columns(2)
+with records_chart:
+    st.markdown("**Records written** — new records, changes and confirmations")
+    if trends.records.is_empty():
+        st.caption("No record was written in these days.")
+    else:
+        components.daily_chart(trends.records, trends.days, colour="write", counted="record versions")
+with messages_chart:
+    st.markdown("**Messages** — by who wrote them")
+    if trends.messages.is_empty():
+        st.caption("No message was written in these days.")
+    else:
+        components.daily_chart(trends.messages, trends.days, colour="role", counted="messages")
+st.markdown("**Audit events** — by action")
+changes_only = st.toggle("Changes only", value=True, key="overview_changes_only",
+                         help="Leave out reads (of records, threads, the trail, previews), which every page visit "
+                              "writes.")
+shown_events = overview.without_reads(trends.events) if changes_only else trends.events
+if shown_events.is_empty():
+    st.caption("No audit event in these days." if not changes_only else
+               "No change in these days; turn off *Changes only* to see reads as well.")
+else:
+    components.daily_chart(shown_events, trends.days, colour="action", counted="events")
 
 st.subheader("Latest audit events")
-st.caption(f"Times in {tz}, the organisation's time zone. Reading the trail is itself recorded as `audit.read`.")
+st.caption(f"Times in {tz}, the organisation's time zone. Reading the trail is itself recorded as `audit.read`"
+           + (" (left out here: *Changes only*)." if changes_only else "."))
 if events.is_empty():
-    components.empty_state(f"No audit events in the last {RECENT_DAYS} days.")
+    components.empty_state("No events yet." if not changes_only else
+                           "No changes recorded yet; turn off *Changes only* to see reads as well.")
 else:
-    components.events_table(events.head(LATEST_SHOWN), key="overview_events")
-    st.markdown(f"**Events per day by action** — the last {RECENT_DAYS} days"
-                + (f" (newest {RECENT_MAX} events)" if events.height >= RECENT_MAX else ""))
-    components.events_per_day_chart(overview.events_per_day(events), days)
+    components.events_table(events, key="overview_events")
+    components.go_button("app_pages/audit_log.py", "Open the audit log", ":material/policy:",
+                         key="overview_go_audit")

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
 from dashboard import components, data, forms
-from dashboard.data import records
+from dashboard.data import records, shapes
 from shared.client import ApiError
 
 components.page_header("Records", "What the memory holds: every store's records, one page at a time.")
@@ -88,7 +86,16 @@ with st.expander("Export these records", icon=":material/download:"):
                            key="records_export_download", icon=":material/download:")
 
 if frame.is_empty():
-    components.empty_state("No records match these filters — pick another store or clear a filter.")
+    if stores.is_empty():
+        components.empty_state("No records yet: records live in an index, and this organisation has none. Create "
+                               "an index first.", ("app_pages/indexes.py", "Create an index", ":material/add:"),
+                               key="records_go_indexes")
+    elif len(cursors) == 1 and records.organisation_total(client) == 0:
+        components.empty_state("No records yet. Applications write them with a key (an administrator can read and "
+                               "change them here); create a key for your application.",
+                               ("app_pages/keys.py", "Create a key", ":material/key:"), key="records_go_keys")
+    else:
+        components.empty_state("No records match these filters — pick another store or clear a filter.")
     st.stop()
 
 selected = components.records_table(frame, key="records_table")
@@ -114,13 +121,17 @@ components.record_summary(record, store_names.get(record.index_id, record.index_
 
 view, timeline, edit = st.tabs(["Every field", "History", "Edit, verify, delete"])
 with view:
-    st.json(records.record_document(record), expanded=True)
+    document = records.record_document(record)
+    components.fields_table(shapes.fields_frame(document), key="records_fields")
+    components.raw_json(document)
     st.markdown("**Provenance**")
     threads = records.thread_ids(record.provenance)
     if record.provenance:
-        if threads:
-            st.markdown("Threads: " + ", ".join(f"`{t}`" for t in threads))
-        st.json(record.provenance, expanded=False)
+        components.fields_table(shapes.fields_frame(record.provenance), key="records_provenance")
+        for thread_id in threads:
+            if st.button(f"Open thread {thread_id}", key=f"records_thread_{thread_id}", icon=":material/forum:"):
+                st.session_state["threads_open_id"] = thread_id
+                st.switch_page("app_pages/threads.py")
     else:
         st.caption("No provenance: the record was written outside a turn (API, import or administrator).")
     if record.contested_with:
@@ -150,18 +161,26 @@ with edit:
                                         key=f"records_edit_priority_{version}")
         new_tags = row[2].text_input("Tags", ", ".join(record.tags), key=f"records_edit_tags_{version}")
         meta = st.columns(2)
-        new_metadata = meta[0].text_area("Metadata (JSON)", json.dumps(record.metadata, indent=1, sort_keys=True),
-                                         key=f"records_edit_metadata_{version}")
-        new_labels = meta[1].text_area("Labels (JSON)", json.dumps(record.labels, indent=1, sort_keys=True),
-                                       key=f"records_edit_labels_{version}")
+        with meta[0]:
+            new_metadata = components.pairs_editor(
+                "Metadata", shapes.pairs_frame(record.metadata), key=f"records_edit_metadata_{version}",
+                help="Your application's own fields. A value that reads as JSON (`5`, `true`, `[\"a\"]`) is stored "
+                     "as such; anything else as text. Saving replaces the metadata whole.")
+        with meta[1]:
+            new_labels = components.pairs_editor(
+                "Labels", shapes.pairs_frame(record.labels), key=f"records_edit_labels_{version}",
+                help="Who may see the record, by the policy's label rules: a text, or a list such as "
+                     "`[\"payroll\", \"hr\"]`. Saving replaces the labels whole.")
         save = st.form_submit_button("Save changes", key="records_edit_save", type="primary", icon=":material/save:")
+    components.raw_json({"metadata": record.metadata, "labels": record.labels}, "Metadata and labels as JSON")
     if save:
         try:
             changes = forms.record_changes(record, text=new_text, confidence=float(new_confidence),
-                                           priority=str(new_priority), tags=new_tags, metadata=new_metadata,
-                                           labels=new_labels)
+                                           priority=str(new_priority), tags=new_tags,
+                                           metadata=shapes.pairs_value(new_metadata, "metadata"),
+                                           labels=shapes.pairs_value(new_labels, "label"))
         except ValueError as err:
-            st.error(f"{err}\n\nCode `invalid_json`", icon=":material/error:")
+            st.error(f"{err}\n\nCode `invalid_value`", icon=":material/error:")
         else:
             if not changes:
                 st.info("Nothing changed.", icon=":material/info:")

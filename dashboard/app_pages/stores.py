@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import streamlit as st
 
 from dashboard import components, data, forms
-from dashboard.data import stores
+from dashboard.data import shapes, stores
 from shared.client import ApiError
 from shared.schemas.stores import StoreSettingsOut
 
@@ -22,7 +21,8 @@ assert org is not None  # streamlit_app shows pages only once an organisation is
 tz = data.org_timezone(client, org)
 indexes = data.indexes(client)
 if indexes.is_empty():
-    components.empty_state("No stores yet — create an index with `POST /indexes`; each index is a memory store.")
+    components.empty_state("No stores yet: each index is a memory store, and this organisation has none.",
+                           ("app_pages/indexes.py", "Create an index", ":material/add:"), key="stores_go_indexes")
     st.stop()
 names = data.names(indexes)
 
@@ -51,18 +51,17 @@ st.caption(f"Customised sections: {', '.join(settings.customised) or 'none — e
 
 
 def field_widget(section: str, name: str, current: Any) -> Any:
-    """The editor of one setting, chosen by its value's kind; JSON text for maps."""
+    """The editor of one setting, chosen by its value's kind; name/value rows for maps."""
     key = f"stores_field_{section}_{name}"
-    label = name.replace("_", " ").capitalize()
+    label, help_text = stores.setting_text(section, name)
     choices = stores.SETTING_CHOICES.get(f"{section}.{name}")
     if choices:
-        return st.selectbox(label, choices, index=choices.index(current), key=key)
+        return st.selectbox(label, choices, index=choices.index(current), key=key, help=help_text)
     if isinstance(current, bool):
-        return st.checkbox(label, value=current, key=key)
+        return st.checkbox(label, value=current, key=key, help=help_text)
     if isinstance(current, int) or current is None:
-        return st.number_input(label, value=current, step=1, key=key, placeholder="none (no limit)")
-    return st.text_area(label, json.dumps(current, indent=1, sort_keys=True), key=key, height=100,
-                        help="JSON object")
+        return st.number_input(label, value=current, step=1, key=key, placeholder="none (no limit)", help=help_text)
+    return components.pairs_editor(label, shapes.pairs_frame(current), key=key, help=help_text)
 
 
 def field_error(section: str, name: str) -> None:
@@ -101,9 +100,9 @@ def editor(section: str, settings: StoreSettingsOut) -> None:
     if pending is None:
         return
     st.markdown("**The change** — before → after; saving replaces the whole section:")
-    st.dataframe(stores.section_diff(before, pending), hide_index=True, key=f"stores_diff_{section}")
-    save, discard, _ = st.columns([1, 1, 2])
-    if save.button("Save", key=f"stores_save_{section}", type="primary", icon=":material/save:"):
+    st.dataframe(stores.section_diff(before, pending, section), hide_index=True, key=f"stores_diff_{section}")
+    buttons = st.container(horizontal=True)
+    if buttons.button("Save", key=f"stores_save_{section}", type="primary", icon=":material/save:"):
         try:
             stores.save_section(client, settings.index_id, section, pending)
         except ApiError as failed:
@@ -113,24 +112,27 @@ def editor(section: str, settings: StoreSettingsOut) -> None:
         st.session_state.pop(pending_key, None)
         st.session_state["stores_notice"] = f"Saved `{section}` of {names[settings.index_id]}."
         st.rerun()
-    if discard.button("Discard", key=f"stores_discard_{section}"):
+    if buttons.button("Discard", key=f"stores_discard_{section}", icon=":material/undo:"):
         st.session_state.pop(pending_key, None)
         st.session_state.pop(f"stores_error_{section}", None)
         st.rerun()
 
 
 for section in stores.SETTINGS_SECTIONS:
+    title = stores.SECTION_TITLES[section]
     with st.container(border=True, key=f"stores_card_{section}"):
-        head, badge = st.columns([4, 1], vertical_alignment="center")
-        head.subheader(section.capitalize(), anchor=False)
+        head = st.container(horizontal=True, vertical_alignment="center")
+        head.subheader(title, anchor=False, width="content")
         if section in settings.customised:
-            badge.badge("customised", icon=":material/tune:", color="orange")
+            head.badge("customised", icon=":material/tune:", color="orange")
         else:
-            badge.badge("defaults", icon=":material/check:", color="gray")
-        values, edit = st.columns([3, 2])
+            head.badge("defaults", icon=":material/check:", color="gray")
+        st.caption(stores.SECTION_PURPOSE[section])
+        values, edit = st.columns([1, 1])
         with values:
             components.settings_table(stores.section_frame(settings, section), key=f"stores_values_{section}")
-        with edit, st.expander(f"Edit {section}", expanded=f"stores_pending_{section}" in st.session_state
+        with edit, st.expander(f"Edit {title.lower()}", icon=":material/edit:",
+                               expanded=f"stores_pending_{section}" in st.session_state
                                or f"stores_error_{section}" in st.session_state):
             editor(section, settings)
 

@@ -9,7 +9,7 @@ import polars as pl
 import streamlit as st
 
 from dashboard import components, data, forms
-from dashboard.data import threads
+from dashboard.data import shapes, threads
 from shared.client import ApiError
 from shared.schemas.threads import ItemSearchQuery, Role, SearchHit, SearchPage, ThreadOut
 
@@ -36,16 +36,22 @@ ITEM_COLUMNS: dict[str, Any] = {
     "created_at": st.column_config.DatetimeColumn("at", format="YYYY-MM-DD HH:mm:ss"),
     "type": st.column_config.TextColumn("type", width="small"),
     "role": st.column_config.TextColumn("role", width="small"),
-    "writer": st.column_config.TextColumn("written by", help="The person the writing request named; "
-                                          f"{threads.BY_ORGANISATION}: the request named nobody"),
+    "writer": st.column_config.TextColumn(
+        "written by", help="The person for her own messages, the assistant for what a model wrote (with the "
+        "response that wrote it), the application for developer instructions, the tool for a tool's result"),
+    "person": st.column_config.TextColumn("for", width="small", help="The person the writing request named; "
+                                          f"{threads.BY_ORGANISATION}: it named nobody"),
     "text": st.column_config.TextColumn("text", width="large"),
-    "id": st.column_config.TextColumn("item id", width="small"),
+    "id": st.column_config.TextColumn("item id", width="medium"),
     "response_id": None,
+    "call_id": None,
+    "tool": None,
 }
 NOTE_COLUMNS: dict[str, Any] = {
     "by": st.column_config.TextColumn("by", help=f"The person whose note it is; {threads.BY_ORGANISATION}: the "
                                       "organisation's own"),
-    "note": st.column_config.TextColumn("note", width="large"),
+    "name": st.column_config.TextColumn("name", width="small"),
+    "value": st.column_config.TextColumn("value", width="large"),
     "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm:ss"),
 }
 SUMMARY_COLUMNS: dict[str, Any] = {
@@ -110,8 +116,12 @@ def thread_list() -> str | None:
     selected: dict[str, Any] | None = None
     if frame.is_empty():
         unfiltered = filters.subject is None and not filters.metadata and not filters.label and len(cursors) == 1
-        components.empty_state("No threads yet — open one with `POST /threads`." if unfiltered else
-                               "No threads match these filters — choose owner *everyone* or clear a filter.")
+        if unfiltered:
+            components.empty_state("No threads yet. Applications open them when they call the API with a key; "
+                                   "create a key for your application.",
+                                   ("app_pages/keys.py", "Create a key", ":material/key:"), key="threads_go_keys")
+        else:
+            components.empty_state("No threads match these filters — choose owner *everyone* or clear a filter.")
     else:
         state = st.dataframe(frame, column_config=THREAD_COLUMNS, hide_index=True, key="threads_table",
                              on_select="rerun", selection_mode="single-row")
@@ -141,7 +151,7 @@ def items_tab(thread: ThreadOut) -> None:
     newest_first = st.toggle("Newest first", key="threads_items_newest", persist_state="page")
     items, next_cursor = loaded_items(thread.id, newest_first)
     if items.is_empty():
-        components.empty_state("No items yet — an application appends them with `POST /threads/{id}/items`.")
+        components.empty_state("No items yet: the application that opened this thread has not written to it.")
         return
     st.dataframe(items, column_config=ITEM_COLUMNS, hide_index=True, key="threads_items")
     components.load_more("threads_item_cursors", next_cursor, "items")
@@ -166,8 +176,8 @@ def notes_tab(thread: ThreadOut) -> None:
         components.api_error(err, "read the notes")
         return
     if notes.is_empty():
-        components.empty_state("No notes on this message — an application writes one with "
-                               "`PUT /threads/{id}/items/{item_id}/metadata`.")
+        components.empty_state("No notes on this message: applications note messages (a status, a category) "
+                               "for themselves; none has noted this one.")
         return
     st.dataframe(notes, column_config=NOTE_COLUMNS, hide_index=True, key="threads_notes")
 
@@ -179,13 +189,14 @@ def state_tab(thread: ThreadOut) -> None:
         components.api_error(err, "read the working state")
         return
     if state.version == 0:
-        components.empty_state("No working state yet — an application writes one with `PUT /threads/{id}/state`.")
+        components.empty_state("No working state yet: the application keeps none for this thread.")
         return
     cols = st.columns(3)
     cols[0].metric("Version", state.version)
     cols[1].metric("Size", f"{state.size:,} bytes")
     cols[2].metric("Updated", data.local_time(state.updated_at, tz) if state.updated_at else "never")
-    st.json(state.state, expanded=True)
+    components.fields_table(shapes.fields_frame(state.state), key="threads_state_fields")
+    components.raw_json(state.state)
 
 
 def summaries_tab(thread: ThreadOut) -> None:

@@ -101,18 +101,20 @@ def choose_org(value: str | None) -> None:
         return
     client().org_id = value
     st.session_state[ORG] = value
-    for key in [k for k in st.session_state if str(k).startswith(("audit_", "records_", "stores_", "threads_"))]:
+    for key in [k for k in st.session_state if str(k).startswith(("audit_", "records_", "stores_", "threads_", "keys_",
+                                                                   "people_", "indexes_", "overview_", "preview_"))]:
         del st.session_state[key]
 
 
 def refresh() -> None:
     """Forget the cached answers so the next run asks the API again."""
     # The page modules import this package, so this package imports them only when asked to forget.
-    from dashboard.data import audit, overview, records, stores, threads
+    from dashboard.data import audit, key_admin, overview, people, records, stores, threads
 
-    for fn in (organisations, org_timezone, indexes, keys, audit.audit_page, overview.recent_events, chain_status,
+    for fn in (organisations, org_timezone, indexes, keys, audit.audit_page, audit.changes_page, chain_status,
+               overview.latest_events, overview.trends, overview.store_counts, overview.thread_counts,
                records.memory_page, records.matching_records, records.memory_record, records.memory_history,
-               stores.store_settings, overview.store_counts, overview.thread_counts):
+               stores.store_settings, stores.settings_history, key_admin.key, key_admin.key_trail, people.holdings):
         fn.clear()
     threads.forget_threads()
 
@@ -150,11 +152,12 @@ def indexes(client: CoreClient) -> pl.DataFrame:
 @_cached
 def keys(client: CoreClient, org: str) -> pl.DataFrame:
     rows = [{"id": k.id, "name": k.name, "status": k.status, "capabilities": k.capabilities,
-             "created_at": k.created_at, "expires_at": k.expires_at, "revoked_at": k.revoked_at}
-            for k in client.all_keys(org)]
+             "last_used_at": k.last_used_at, "created_at": k.created_at, "expires_at": k.expires_at,
+             "revoked_at": k.revoked_at} for k in client.all_keys(org)]
+    instant = pl.Datetime("us", "UTC")
     return pl.DataFrame(rows, schema={"id": pl.String, "name": pl.String, "status": pl.String,
-                                      "capabilities": pl.List(pl.String), "created_at": pl.Datetime("us", "UTC"),
-                                      "expires_at": pl.Datetime("us", "UTC"), "revoked_at": pl.Datetime("us", "UTC")})
+                                      "capabilities": pl.List(pl.String), "last_used_at": instant,
+                                      "created_at": instant, "expires_at": instant, "revoked_at": instant})
 
 
 def local_time(at: datetime, tz: str) -> str:

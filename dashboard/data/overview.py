@@ -1,19 +1,21 @@
-"""What the overview page reads: keys by status, the latest events per day, records and threads counted (DSH-2)."""
+"""What the overview page reads: keys by status, the latest events, the trends per day, records and threads counted
+(DSH-2)."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
-from zoneinfo import ZoneInfo
+from dataclasses import dataclass
 
 import polars as pl
 
 from dashboard.data import SHARED, _cached, events_frame
-from dashboard.forms import period
 from shared.client import CoreClient
+from shared.schemas.activity import DailyCounts
 from shared.schemas.platform import AuditQuery
 from shared.schemas.threads import ThreadStats
 
 KEY_STATUSES = ("active", "revoked", "expired")
+# An administrator's (or key's) reads: *Changes only* leaves them out of the trail and its chart.
+READ_ACTIONS = ("audit.read", "memory.read", "thread.read", "injection.preview")
 
 
 def keys_by_status(frame: pl.DataFrame) -> dict[str, int]:
@@ -23,26 +25,41 @@ def keys_by_status(frame: pl.DataFrame) -> dict[str, int]:
     return counts
 
 
-# ---------------------------------------------------------------- the latest events
+# ---------------------------------------------------------------- the latest events and the trends
 
 
 @_cached
-def recent_events(client: CoreClient, first_day: str, max_events: int, tz: str) -> pl.DataFrame:
-    """The newest events (at most `max_events`) since the start of `first_day` in the organisation's zone."""
-    since, _ = period(date.fromisoformat(first_day), None, tz)
-    return events_frame(client.audit_events(AuditQuery(from_=since), max_events=max_events), tz)
+def latest_events(client: CoreClient, limit: int, changes_only: bool, tz: str) -> pl.DataFrame:
+    """The newest events (one page of the trail); with `changes_only`, reads are left out."""
+    query = AuditQuery(exclude_action=list(READ_ACTIONS) if changes_only else [])
+    return events_frame(client.audit(query, limit=limit).data, tz)
 
 
-def events_per_day(frame: pl.DataFrame) -> pl.DataFrame:
-    """Event counts per local calendar day (`YYYY-MM-DD`) and action, for the stacked chart."""
-    return (frame.with_columns(pl.col("at").dt.strftime("%Y-%m-%d").alias("day"))
-            .group_by("day", "action").len(name="events").sort("day", "action"))
+@dataclass(frozen=True)
+class Trends:
+    days: list[str]  # every day of the period, oldest first (the organisation's calendar days)
+    records: pl.DataFrame  # day, name (version action), count
+    messages: pl.DataFrame  # day, name (role), count
+    events: pl.DataFrame  # day, name (event action), count
 
 
-def last_days(days: int, tz: str) -> list[str]:
-    """The last `days` calendar days in the organisation's time zone, oldest first, as `YYYY-MM-DD`."""
-    today = datetime.now(ZoneInfo(tz)).date()
-    return [(today - timedelta(days=n)).isoformat() for n in range(days - 1, -1, -1)]
+def daily_frame(counts: DailyCounts) -> pl.DataFrame:
+    rows = [{"day": c.day, "name": c.name, "count": c.count} for c in counts.data]
+    return pl.DataFrame(rows, schema={"day": pl.String, "name": pl.String, "count": pl.Int64})
+
+
+@_cached
+def trends(client: CoreClient, days: int) -> Trends:
+    """Records written, messages and audit events per day over the last `days` days, counted by the API (three
+    audited reads, whatever the organisation's size)."""
+    records = client.activity_records(days)
+    return Trends(days=records.days, records=daily_frame(records),
+                  messages=daily_frame(client.activity_messages(days)),
+                  events=daily_frame(client.activity_audit(days)))
+
+
+def without_reads(events: pl.DataFrame) -> pl.DataFrame:
+    return events.filter(~pl.col("name").is_in(list(READ_ACTIONS)))
 
 
 # ---------------------------------------------------------------- records and threads, counted by the API

@@ -42,6 +42,13 @@ def matching_records(client: CoreClient, filters: MemoryQuery) -> int:
     return client.memory_stats(filters).records
 
 
+def organisation_total(client: CoreClient) -> int:
+    """Every active record of the organisation (the overview's cached count): tells "nothing yet" from "nothing
+    matches"."""
+    counts, _ = store_counts(client)
+    return int(counts["records"].sum())
+
+
 def records_frame(records: list[MemoryOut], tz: str, store_names: dict[str, str] | None = None) -> pl.DataFrame:
     names = store_names or {}
     rows = [{"id": r.id, "store": names.get(r.index_id, r.index_id), "owner": r.subject or SHARED, "type": r.type,

@@ -18,6 +18,47 @@ SETTINGS_SECTIONS = ("injection", "commitments", "lessons", "promotion", "mainte
 SETTINGS_CHANGED = "store.settings_changed"
 # Settings whose value is one of a few names (the API's Literal); the editor offers them in a select box.
 SETTING_CHOICES: dict[str, list[str]] = {"injection.rank": ["confidence", "relevance", "blend"]}
+SECTION_TITLES = {"injection": "Injection", "commitments": "Commitments", "lessons": "Lessons",
+                  "promotion": "Promotion", "maintenance": "Maintenance"}
+SECTION_PURPOSE = {
+    "injection": "What a turn is given from this store: how many tokens, how they are shared, in which order.",
+    "commitments": "Open promises injected into turns.",
+    "lessons": "Lessons the maintenance pass draws from past sessions.",
+    "promotion": "Proposals to turn people's records into shared ones (an administrator applies them).",
+    "maintenance": "The scheduled pass that tidies this store.",
+}
+# Every setting's label and one sentence of help, keyed `section.name`.
+SETTING_TEXT: dict[str, tuple[str, str]] = {
+    "injection.budget_tokens": (
+        "Token budget", "The most tokens a turn's memory block may use from this store. It can only lower a key's "
+                        "own budget; empty means the installation's ceiling."),
+    "injection.section_budgets": (
+        "Budget per section", "Optional ceilings inside the budget, per section (commitments, behaviour, "
+                              "about_this_person, organisation, past_sessions), in tokens, labels included."),
+    "injection.rank": (
+        "Order records by", "confidence: the most certain first; relevance: closest to what the turn is about; "
+                            "blend: half of each."),
+    "injection.episodes_limit": (
+        "Past sessions per turn", "How many summaries of earlier sessions a turn is given; 0 gives none."),
+    "commitments.inject_limit": (
+        "Commitments per turn", "How many open commitments a turn is given, due soonest first."),
+    "lessons.enabled": ("Learn lessons", "Let the maintenance pass write lessons from past sessions."),
+    "lessons.min_episodes": (
+        "Sessions before a lesson", "How many past sessions must point the same way before a lesson is written."),
+    "promotion.enabled": (
+        "Propose shared records", "Let the analysis pass propose shared records drawn from people's records; "
+                                  "nothing is shared until an administrator applies a proposal."),
+    "promotion.labels": (
+        "Labels of promoted records", "Labels every shared record made from a proposal gets, so the policy "
+                                      "decides who sees it (for example department: payroll)."),
+    "maintenance.enabled": (
+        "Run maintenance", "Let the scheduled pass tidy this store (contradictions, duplicates, lessons)."),
+}
+
+
+def setting_text(section: str, name: str) -> tuple[str, str]:
+    """A setting's label and help; a setting this dashboard does not know yet shows its own name."""
+    return SETTING_TEXT.get(f"{section}.{name}", (name.replace("_", " ").capitalize(), f"`{section}.{name}`"))
 
 
 @_cached
@@ -40,23 +81,24 @@ def section_frame(settings: StoreSettingsOut, section: str) -> pl.DataFrame:
         if section == "injection" and name == "budget_tokens" and default is None:
             # No budget of its own means the installation's ceiling, which is what the API reports as effective.
             default, shown = settings.max_budget_tokens, f"none (the ceiling, {settings.max_budget_tokens})"
-        rows.append({"setting": name, "effective": _shown(value), "default": shown, "differs": value != default})
+        rows.append({"setting": setting_text(section, name)[0], "effective": _shown(value), "default": shown,
+                     "differs": value != default, "name": name})
     return pl.DataFrame(rows, schema={"setting": pl.String, "effective": pl.String, "default": pl.String,
-                                      "differs": pl.Boolean})
+                                      "differs": pl.Boolean, "name": pl.String})
 
 
 def _shown(value: Any) -> str:
-    if value is None:
+    if value is None or value == {}:
         return "none"
     if isinstance(value, dict | list | bool):
         return json.dumps(value, sort_keys=True)
     return str(value)
 
 
-def section_diff(before: dict[str, Any], after: dict[str, Any]) -> pl.DataFrame:
-    """The settings a save would change: name, before, after."""
-    rows = [{"setting": name, "before": _shown(before.get(name)), "after": _shown(after.get(name))}
-            for name in after if after.get(name) != before.get(name)]
+def section_diff(before: dict[str, Any], after: dict[str, Any], section: str) -> pl.DataFrame:
+    """The settings a save would change: label, before, after."""
+    rows = [{"setting": setting_text(section, name)[0], "before": _shown(before.get(name)),
+             "after": _shown(after.get(name))} for name in after if after.get(name) != before.get(name)]
     return pl.DataFrame(rows, schema={"setting": pl.String, "before": pl.String, "after": pl.String})
 
 

@@ -23,7 +23,6 @@ from shared.schemas.threads import (
     ItemSearchQuery,
     MessageOut,
     ReasoningOut,
-    RefusalOut,
     RefusalPart,
     SearchPage,
     StateOut,
@@ -41,9 +40,11 @@ THREAD_SCHEMA: dict[str, Any] = {
 }
 ITEM_SCHEMA: dict[str, Any] = {
     "position": pl.Int64, "created_at": pl.Datetime("us", "UTC"), "type": pl.String, "role": pl.String,
-    "writer": pl.String, "text": pl.String, "id": pl.String, "response_id": pl.String,
+    "writer": pl.String, "person": pl.String, "text": pl.String, "id": pl.String, "response_id": pl.String,
+    "call_id": pl.String, "tool": pl.String,
 }
-NOTE_SCHEMA: dict[str, Any] = {"by": pl.String, "note": pl.String, "updated_at": pl.Datetime("us", "UTC")}
+NOTE_SCHEMA: dict[str, Any] = {"by": pl.String, "name": pl.String, "value": pl.String,
+                               "updated_at": pl.Datetime("us", "UTC")}
 SUMMARY_SCHEMA: dict[str, Any] = {
     "from_position": pl.Int64, "to_position": pl.Int64, "level": pl.Int64, "model": pl.String, "text": pl.String,
     "created_at": pl.Datetime("us", "UTC"), "id": pl.String,
@@ -109,7 +110,7 @@ def item_text(item: ItemOut) -> str:
         return f"{item.name}({_clip(item.arguments)}){pending}"
     if isinstance(item, FunctionCallOutputOut):
         result = f"error: {item.error}" if item.error else item.output
-        return f"{item.name or item.call_id} → {_clip(result)}"
+        return f"→ {_clip(result)}"  # `with_tool_names` puts the tool's name in front
     if isinstance(item, ReasoningOut):
         summary = " ".join(s.text for s in item.summary)
         return summary or ("[encrypted reasoning]" if item.encrypted_content else "[reasoning]")
@@ -121,13 +122,50 @@ def item_type(item: ItemOut) -> str:
     return str(type(item).__struct_config__.tag)
 
 
+def item_role(item: ItemOut) -> str:
+    """A message's role; a refusal, a tool call and reasoning are the assistant's (as search reports refusals), a
+    tool's result the tool's."""
+    if isinstance(item, MessageOut):
+        return item.role
+    if isinstance(item, FunctionCallOutputOut):
+        return "tool"
+    return "assistant"
+
+
+def item_writer(item: ItemOut) -> str:
+    """Who wrote the item: the person for her own messages (the organisation when the request named nobody), the
+    assistant for what a model produced (with its response, when a turn wrote it), the application for
+    developer instructions; a tool's result is the tool's (named by `with_tool_names`)."""
+    if isinstance(item, FunctionCallOutputOut):
+        return "tool"
+    role = item_role(item)
+    if role == "user":
+        return item.subject or BY_ORGANISATION
+    if role == "developer":
+        return "application (developer)"
+    return f"assistant · {item.response_id}" if item.response_id else "assistant"
+
+
 def items_frame(items: Sequence[ItemOut], tz: str) -> pl.DataFrame:
-    rows = [{"position": i.position, "created_at": i.created_at, "type": item_type(i),
-             # A refusal is the assistant's, as search reports it (THR-7).
-             "role": i.role if isinstance(i, MessageOut) else "assistant" if isinstance(i, RefusalOut) else None,
-             "writer": i.subject or BY_ORGANISATION, "text": item_text(i), "id": i.id, "response_id": i.response_id}
+    rows = [{"position": i.position, "created_at": i.created_at, "type": item_type(i), "role": item_role(i),
+             "writer": item_writer(i), "person": i.subject or BY_ORGANISATION, "text": item_text(i), "id": i.id,
+             "response_id": i.response_id, "call_id": getattr(i, "call_id", None),
+             "tool": getattr(i, "name", None) if isinstance(i, FunctionCallOut | FunctionCallOutputOut) else None}
             for i in items]
     return pl.DataFrame(rows, schema=ITEM_SCHEMA).with_columns(pl.col("created_at").dt.convert_time_zone(tz))
+
+
+def with_tool_names(items: pl.DataFrame) -> pl.DataFrame:
+    """A tool result names its tool: its own `name`, else that of the call with the same call id among the items
+    shown, else (the call is not shown) the call id."""
+    calls = items.filter(pl.col("type") == "function_call").select("call_id", pl.col("tool").alias("call_tool"))
+    outputs = pl.col("type") == "function_call_output"
+    named = (items.join(calls.unique("call_id", keep="first"), on="call_id", how="left", maintain_order="left")
+             .with_columns(pl.coalesce("tool", "call_tool", "call_id").alias("tool_name")))
+    return named.with_columns(
+        pl.when(outputs).then(pl.format("{} {}", "tool_name", "text")).otherwise("text").alias("text"),
+        pl.when(outputs).then(pl.format("tool {}", "tool_name")).otherwise("writer").alias("writer"),
+    ).drop("call_tool", "tool_name")
 
 
 @_cached
@@ -146,20 +184,23 @@ def loaded_items(client: CoreClient, thread_id: str, newest_first: bool, cursors
     for cursor in cursors:
         frame, next_cursor = item_page(client, thread_id, newest_first, cursor, limit, tz)
         frames.append(frame)
-    return pl.concat(frames), next_cursor
+    return with_tool_names(pl.concat(frames)), next_cursor
 
 
 def message_labels(items: pl.DataFrame) -> dict[str, str]:
     """The messages among the items, by id, as the notes picker names them: `#position · role · writer · text`."""
-    return {row["id"]: f"#{row['position']} · {row['role']} · {row['writer']} · {row['text'][:60]}"
+    return {row["id"]: f"#{row['position']} · {row['role']} · {row['person']} · {row['text'][:60]}"
             for row in items.filter(pl.col("type") == "message").iter_rows(named=True)}
 
 
 @_cached
 def item_notes(client: CoreClient, thread_id: str, item_id: str, tz: str) -> pl.DataFrame:
-    """Every note on one message (one audited read); the organisation's note is `by` (organisation)."""
-    rows = [{"by": n.by or BY_ORGANISATION, "note": json.dumps(n.metadata, sort_keys=True, ensure_ascii=False),
-             "updated_at": n.updated_at} for n in client.item_notes(thread_id, item_id).data]
+    """Every note on one message (one audited read), one row per name and value; the organisation's note is `by`
+    (organisation)."""
+    rows = [{"by": n.by or BY_ORGANISATION, "name": name,
+             "value": value if isinstance(value, str) else json.dumps(value, ensure_ascii=False),
+             "updated_at": n.updated_at}
+            for n in client.item_notes(thread_id, item_id).data for name, value in sorted(n.metadata.items())]
     return pl.DataFrame(rows, schema=NOTE_SCHEMA).with_columns(pl.col("updated_at").dt.convert_time_zone(tz))
 
 

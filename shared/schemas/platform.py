@@ -87,6 +87,7 @@ class KeyOut(Model):
     status: Literal["active", "revoked", "expired"]
     created_at: datetime
     updated_at: datetime
+    last_used_at: datetime | None  # to the minute; null: never used
 
 
 class KeyCreated(KeyOut):
@@ -211,6 +212,7 @@ class AuditQuery(Model):
     actor_type: ActorType | None = None
     actor_id: str | None = None
     action: Annotated[list[str], msgspec.Meta(description="Repeatable: any of these")] = []
+    exclude_action: Annotated[list[str], msgspec.Meta(description="Repeatable: none of these")] = []
     object_type: str | None = None
     object_id: str | None = None
     subject: Annotated[str, msgspec.Meta(description="A person's id; matched by its keyed hash")] | None = None

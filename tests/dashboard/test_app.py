@@ -161,21 +161,30 @@ def test_dsh_2_overview_counts_indexes_keys_and_charts_events(app: AppTest, org:
     latest = table(app, "overview_events")
     assert list(latest["action"][:4]) == ["key.revoked", "key.created", "key.created", "index.created"]
     assert badges(app) == [f":green-badge[:material/verified: Hash chain intact over {shown['Audit events']} events.]"]
+    # Nothing was written to records or threads yet, so the one chart is the audit events', changes only (the
+    # API counts per day; the page leaves the reads out).
     [chart] = app.get("vega_lite_chart")
     spec = json.loads(chart.proto.spec)
-    assert spec["mark"]["type"] == "bar" and spec["encoding"]["color"]["field"] == "action"
+    assert spec["mark"]["type"] == "bar" and spec["encoding"]["color"]["field"] == "name"
     [dataset] = chart.proto.datasets
     counted = pl.read_ipc_stream(dataset.data.data)
-    assert dict(zip(counted["action"], counted["events"], strict=True)) == {
+    assert dict(zip(counted["name"], counted["count"], strict=True)) == {
         "index.created": 2, "key.created": 3, "key.revoked": 1}
+    app.toggle(key="overview_changes_only").set_value(False).run()
+    no_exception(app)
+    counted = pl.read_ipc_stream(app.get("vega_lite_chart")[0].proto.datasets[0].data.data)
+    assert "audit.read" in set(counted["name"])
 
 
 def test_dsh_2_overview_empty_states_say_what_to_do(app: AppTest, org: Org) -> None:
     log_in(app, org.admin_email, org.admin_password)
     no_exception(app)
     shown = [i.value for i in app.info]
-    assert "No indexes yet — create one with `POST /indexes`." in shown
-    assert "No threads yet — open one with `POST /threads`." in shown
+    assert "No indexes yet: every memory record lives in an index. Create the first one." in shown
+    assert app.button(key="overview_go_indexes").label == "Create an index"
+    assert any(s.startswith("No threads yet.") for s in shown)
+    assert app.button(key="overview_go_keys_threads").label == "Create a key"
+    assert not any("POST /" in s or "GET /" in s for s in shown)
 
 
 # ---------------------------------------------------------------- DSH-8 audit log
@@ -196,6 +205,10 @@ def busy_org(org: Org, settings: Settings, database_url: str) -> dict[str, str]:
 def test_dsh_8_filters_narrow_the_table(app: AppTest, org: Org, busy_org: dict[str, str]) -> None:
     log_in(app, org.admin_email, org.admin_password)
     open_audit_log(app)
+    changes = table(app, "audit_table")
+    assert {"key.created", "index.created", "memory.write"} <= set(changes["action"])
+    assert not {"memory.read", "audit.read"} & set(changes["action"])  # *Changes only* is on by default
+    app.toggle(key="audit_changes_only").set_value(False).run()
     everything = table(app, "audit_table")
     assert {"key.created", "index.created", "memory.read", "memory.write", "audit.read"} <= set(everything["action"])
 
@@ -231,6 +244,7 @@ def test_dsh_8_filters_narrow_the_table(app: AppTest, org: Org, busy_org: dict[s
 def test_dsh_8_search_by_person_id(app: AppTest, org: Org, busy_org: dict[str, str]) -> None:
     log_in(app, org.admin_email, org.admin_password)
     open_audit_log(app)
+    app.toggle(key="audit_changes_only").set_value(False)
     app.text_input(key="audit_person").input("anna")
     apply_filters(app)
     shown = table(app, "audit_table")
@@ -249,6 +263,7 @@ def test_dsh_8_cursor_paging_older_and_newer(app: AppTest, org: Org, settings: S
     log_in(app, org.admin_email, org.admin_password)
     open_audit_log(app)
     app.multiselect(key="audit_actions").select("memory.read")
+    app.selectbox(key="audit_actor_type").select("system")  # not the overview's own counts at login
     app.selectbox(key="audit_page_size").select(25)
     apply_filters(app)
     first = list(table(app, "audit_table")["object_id"])
@@ -506,12 +521,12 @@ def open_stores(at: AppTest) -> AppTest:
 
 
 def section_table(at: AppTest, section: str) -> Any:
-    """The values card of one section (a pandas frame: setting, effective, default, differs)."""
+    """The values card of one section (a pandas frame: setting label, effective, default, differs, by name)."""
     from dashboard.data import stores
 
     cards = [d.value for d in at.dataframe if "differs" in d.value.columns]
     assert len(cards) == len(stores.SETTINGS_SECTIONS)
-    return cards[stores.SETTINGS_SECTIONS.index(section)].set_index("setting")
+    return cards[stores.SETTINGS_SECTIONS.index(section)].set_index("name")
 
 
 def test_dsh_4_cards_show_effective_and_default_values(app: AppTest, org: Org, store_id: str) -> None:
@@ -536,7 +551,7 @@ def test_dsh_4_edit_shows_the_change_then_saves_and_the_api_returns_it(app: AppT
     app.button(key="stores_review_commitments").click().run()
     no_exception(app)
     [diff] = [d.value for d in app.dataframe if "before" in d.value.columns]
-    assert diff.to_dict("records") == [{"setting": "inject_limit", "before": "5", "after": "9"}]
+    assert diff.to_dict("records") == [{"setting": "Commitments per turn", "before": "5", "after": "9"}]
     assert admin_client.store_settings(store_id).commitments.inject_limit == 5  # nothing saved yet
 
     app.button(key="stores_save_commitments").click().run()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.conftest import log_in
@@ -69,3 +71,30 @@ def test_dsh_6_a_key_without_block_previews_nothing_unless_the_store_is_forced(a
     at.button(key="preview_submit").click().run()
     assert any("Has a dog named Rex" in c.value for c in at.code)
     assert index_id
+
+
+def test_dsh_6_compare_two_people_side_by_side_with_the_shared_share(app, org, client):
+    index_id = _store(client, org)
+    expected = {who: client.post(f"/memory/stores/{index_id}/injection/preview", headers=org.admin,
+                                 json={"subject": {"id": who}}).json() for who in ("anna", "bob")}
+    at = _open(app, org)
+    at.toggle(key="preview_compare").set_value(True).run()
+    at.text_input(key="preview_person").input("anna")
+    at.text_input(key="preview_person_b").input("bob")
+    at.button(key="preview_submit").click().run()
+    assert not at.exception and not at.error
+    assert [s.value for s in at.subheader] == ["anna", "bob"]
+    assert [c.value for c in at.code] == [expected["anna"]["block"], expected["bob"]["block"]]
+    assert "Bob likes tea" not in at.code[0].value and "Has a dog named Rex" not in at.code[1].value
+    # The shared share: the shared line's tokens over the budget, against the 40% line.
+    shared = sum(r["tokens"] for r in expected["anna"]["records"] if r["owner"] is None)
+    budget = expected["anna"]["trace"]["budget_tokens"]
+    metrics = {m.label: m.value for m in at.metric[:2]}
+    assert metrics["Shared share"] == f"{shared / budget:.0%}"
+    charts = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    limits = [layer for spec in charts for layer in spec.get("layer", []) if layer["mark"]["type"] == "tick"]
+    assert len(limits) == 2
+    # The records per section: every injected record with its section and owner.
+    tables = [d.value for d in at.dataframe if "line" in d.value.columns]
+    assert [sorted(zip(t["section"], t["owner"], strict=True)) for t in tables] == [
+        sorted((r["section"], r["owner"] or "shared") for r in expected[who]["records"]) for who in ("anna", "bob")]

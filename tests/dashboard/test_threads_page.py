@@ -20,7 +20,7 @@ from tests.threads.util import append, msg, new_thread
 
 PAGE = "app_pages/threads.py"
 # The page's tables, told apart by a column only they have (pandas frames).
-TABLE_COLUMNS = {"threads": "assistant", "items": "writer", "notes": "note", "summaries": "level"}
+TABLE_COLUMNS = {"threads": "assistant", "items": "writer", "notes": "by", "summaries": "level"}
 AUDIT_BANNER = ("Every read on this page — the list, a thread's items, notes, working state and summaries, and each "
                 "search — is recorded in the organisation's audit trail under your name (`thread.read`).")
 
@@ -180,7 +180,8 @@ def test_dsh_7_older_and_newer_follow_the_cursor(app: AppTest, org: Org) -> None
 
 def test_dsh_7_an_organisation_without_threads_says_how_to_open_one(app: AppTest, org: Org) -> None:
     open_threads(app, org)
-    assert "No threads yet — open one with `POST /threads`." in infos(app)
+    assert any(i.startswith("No threads yet. Applications open them") for i in infos(app))
+    assert app.button(key="threads_go_keys").label == "Create a key"
     assert not has_table(app, "threads")
     app.session_state["threads_view"] = "Search messages"
     run(app)
@@ -214,7 +215,7 @@ def test_dsh_7_a_selected_thread_shows_items_with_writers_state_and_no_summaries
     anna = threads["anna"]
     append(org.client, org.full, anna,
            {"type": "function_call", "call_id": "c1", "name": "refund_status", "arguments": '{"order": 7}'},
-           {"type": "function_call_output", "call_id": "c1", "name": "refund_status", "output": "paid"},
+           {"type": "function_call_output", "call_id": "c1", "output": "paid"},
            {"type": "message", "role": "assistant",
             "content": [{"type": "output_text", "text": "Betaald."}, {"type": "refusal", "refusal": "Geen IBAN."}]})
     working_state = {"step": "refund", "order": 7}
@@ -230,7 +231,10 @@ def test_dsh_7_a_selected_thread_shows_items_with_writers_state_and_no_summaries
     assert [s.value for s in app.subheader] == [f"Thread `{anna}`"]
     items = table(app, "items")
     assert list(items["position"]) == [1, 2, 3, 4, 5, 6]
-    assert list(items["writer"]) == ["anna", "anna", thread_data.BY_ORGANISATION, thread_data.BY_ORGANISATION,
+    # Who wrote each item: her messages are hers, the model's are the assistant's, a tool result the tool's (named
+    # from its call when the result does not say); `for` is the person the writing request named.
+    assert list(items["writer"]) == ["anna", "anna", "assistant", "assistant", "tool refund_status", "assistant"]
+    assert list(items["person"]) == ["anna", "anna", thread_data.BY_ORGANISATION, thread_data.BY_ORGANISATION,
                                      thread_data.BY_ORGANISATION, thread_data.BY_ORGANISATION]
     assert list(items["type"]) == ["message", "message", "message", "function_call", "function_call_output",
                                    "message"]
@@ -262,7 +266,7 @@ def test_dsh_7_a_thread_without_working_state_says_so(app: AppTest, org: Org, th
     open_threads(app, org)
     open_thread(app, threads["bert"])
     detail_tab(app, "Working state")
-    assert "No working state yet — an application writes one with `PUT /threads/{id}/state`." in infos(app)
+    assert "No working state yet: the application keeps none for this thread." in infos(app)
     assert list(app.metric) == []
 
 
@@ -295,14 +299,15 @@ def test_dsh_7_notes_of_the_chosen_message(app: AppTest, org: Org, threads: dict
     assert picker.options == ["#1 · user · anna · Wanneer komt mijn terugbetaling?", "#2 · user · anna · Het is "
                               "dringend.", f"#3 · assistant · {thread_data.BY_ORGANISATION} · Binnen vijf dagen."]
     notes = table(app, "notes").set_index("by")
-    assert notes.loc["anna", "note"] == '{"urgent": true}'
-    assert notes.loc[thread_data.BY_ORGANISATION, "note"] == '{"status": "open"}'
+    assert (notes.loc["anna", "name"], notes.loc["anna", "value"]) == ("urgent", "true")
+    assert (notes.loc[thread_data.BY_ORGANISATION, "name"], notes.loc[thread_data.BY_ORGANISATION, "value"]) == (
+        "status", "open")
 
     picker.select(second).run()
     no_exception(app)
     assert not has_table(app, "notes")
-    assert ("No notes on this message — an application writes one with "
-            "`PUT /threads/{id}/items/{item_id}/metadata`.") in infos(app)
+    assert ("No notes on this message: applications note messages (a status, a category) for themselves; none "
+            "has noted this one.") in infos(app)
 
 
 def test_dsh_7_an_unknown_thread_id_is_said_with_its_code(app: AppTest, org: Org, threads: dict[str, str]) -> None:

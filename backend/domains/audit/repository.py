@@ -40,6 +40,8 @@ async def list_events(db: AsyncSession, org_id: str, f: AuditQuery, subject_hash
         conditions.append(T.c.actor_id == f.actor_id)
     if f.action:
         conditions.append(T.c.action.in_(f.action))
+    if f.exclude_action:
+        conditions.append(T.c.action.not_in(f.exclude_action))
     if f.object_type is not None:
         conditions.append(T.c.object_type == f.object_type)
     if f.object_id is not None:

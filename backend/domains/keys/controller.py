@@ -65,6 +65,12 @@ class KeyController(Controller):
     async def delete_key(self, org_id: str, key_id: str, ctx: RequestContext) -> None:
         await service.delete_key(ctx, org_id, key_id)
 
+    @post("/{key_id:str}/subject-tokens", summary="Administrators: mint a subject token bound to this key (to try a "
+                                                  "person's view); audited")
+    async def subject_token_for_key(self, org_id: str, key_id: str, data: SubjectTokenIn, ctx: RequestContext
+                                    ) -> SubjectTokenOut:
+        return msgspec.convert(await service.mint_for_key(ctx, org_id, key_id, data), SubjectTokenOut)
+
 
 class OwnKeyController(Controller):
     tags = ["keys"]

@@ -17,7 +17,7 @@ from backend.access.principal import ALL_CAPABILITIES, Principal
 from backend.domains.audit import service as audit
 from backend.domains.indexes import repository as indexes_repo
 from backend.domains.keys import repository as repo
-from backend.errors import BadRequest, Forbidden, NotFound, ValidationFailed
+from backend.errors import BadRequest, Conflict, Forbidden, NotFound, ValidationFailed
 from backend.ids import new_id
 from shared.schemas.platform import KeyCreate, KeyMemoryConfig, KeyPatch, SubjectTokenIn
 
@@ -37,7 +37,7 @@ def key_document(row: dict[str, Any]) -> dict[str, Any]:
         "id": row["id"], "org_id": row["org_id"], "name": row["name"], "capabilities": row["capabilities"],
         "memory": row["memory"], "policy": row["policy"], "privacy": row["privacy"], "expires_at": row["expires_at"],
         "revoked_at": row["revoked_at"], "status": key_status(row), "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
+        "updated_at": row["updated_at"], "last_used_at": row.get("last_used_at"),
     }
 
 
@@ -210,19 +210,37 @@ async def put_own_policy(ctx: RequestContext, policy: dict[str, Any]) -> dict[st
     return row
 
 
-def mint_subject_token(ctx: RequestContext, body: SubjectTokenIn) -> dict[str, Any]:
-    key = ctx.principal.key
-    if ctx.principal.kind != "key" or key is None:
-        raise Forbidden("Only an API key mints subject tokens.", code="key_required")
+def _mint(ctx: RequestContext, key_id: str, body: SubjectTokenIn) -> dict[str, Any]:
     max_ttl = ctx.settings.subject_token_max_ttl_seconds
     if body.ttl_seconds > max_ttl:
         raise ValidationFailed(f"`ttl_seconds` may be at most {max_ttl}.", param="ttl_seconds")
     if not body.subject.id.isprintable():
         raise ValidationFailed("A subject id is 1 to 256 printable characters.", param="subject.id")
     token, expires_at = credentials.mint_subject_token(
-        ctx.settings.secret, org_id=ctx.org_id, key_id=key["id"], subject_id=body.subject.id,
+        ctx.settings.secret, org_id=ctx.org_id, key_id=key_id, subject_id=body.subject.id,
         attributes=body.subject.attributes, ttl_seconds=body.ttl_seconds)
     return {"token": token, "expires_at": expires_at}
+
+
+def mint_subject_token(ctx: RequestContext, body: SubjectTokenIn) -> dict[str, Any]:
+    key = ctx.principal.key
+    if ctx.principal.kind != "key" or key is None:
+        raise Forbidden("Only an API key mints subject tokens.", code="key_required")
+    return _mint(ctx, key["id"], body)
+
+
+async def mint_for_key(ctx: RequestContext, org_id: str, key_id: str, body: SubjectTokenIn) -> dict[str, Any]:
+    """An administrator mints a subject token bound to one of the organisation's active keys (to try what that
+    key's application would do for a person); the token is exactly the one the key would mint, and is audited."""
+    ctx.require_admin()
+    row = await get_key(ctx, org_id, key_id)
+    if key_status(row) != "active":
+        raise Conflict(f"The key is {key_status(row)}; a subject token needs an active key.", param="key_id",
+                       code="key_not_active")
+    minted = _mint(ctx, key_id, body)
+    await ctx.audit("key.subject_token_minted", subject_id=body.subject.id, object_type="key", object_id=key_id,
+                    detail={"ttl_seconds": body.ttl_seconds, "attributes": sorted(body.subject.attributes)})
+    return minted
 
 
 async def key_audit(ctx: RequestContext, org_id: str, key_id: str | None, limit: int) -> list[dict[str, Any]]:
