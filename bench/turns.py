@@ -52,14 +52,14 @@ from bench.injection import DIMS, TYPES, WORDS, _text, _vector
 from bench.search import percentile
 
 SEED = 20261205
-DATA_VERSION = 1
+DATA_VERSION = 2
 RECORDS = 100_000
 THREADS = 10_000
 RECORDS_PER_PERSON = 50  # people = records / 50 (2,000 at the full size)
 SHARED = 0.2
 EMBEDDED = 0.02
 SHARED_THREADS = 0.1
-OWN_THREADS = 60  # threads of 20 items each measured person has (continue turns go round them)
+OWN_THREADS = 120  # threads of 20 items each measured person has (continue turns go round them)
 HISTORY = 20
 DATABASE = "coremem_bench_turns"
 PGDATA = Path(".coremem/bench-turns-pg")
@@ -651,7 +651,7 @@ def machine(url: str) -> dict[str, str]:
             f"{platform.python_version()}", "postgres": f"PostgreSQL {version}"}
 
 
-WHAT = {"new": "new thread", "continue": f"continues a thread of {HISTORY} items", "tool": "memory write tool call",
+WHAT = {"new": "new thread", "continue": "continues a thread", "tool": "memory write tool call",
         "build": "injection build alone"}
 
 
@@ -703,6 +703,10 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
         "records the builder returns and a continued thread to send its history. The record a tool turn writes is "
         "deleted after its turn (untimed); before the run the data set is restored as built.",
     ]
+    passes = -(-(info["repeat"] + info["warmup"] + 1) // OWN_THREADS)
+    history = f"{HISTORY}" if passes == 1 else f"{HISTORY} to {HISTORY + 2 * (passes - 1)}"
+    lines.append(f"A continue turn goes to the person's next thread of the {OWN_THREADS}; each was continued "
+                 f"{'once' if passes == 1 else f'up to {passes} times'}, so the history it read held {history} items.")
     wrong = sum(len(v) for v in results.wrong.values())
     lines.append(f"Wrong answers: {wrong}" + (" (left out of the numbers)." if wrong else "."))
     for who in ("median", "heaviest"):
