@@ -23,7 +23,8 @@ the record a tool turn writes is deleted right after its turn, untimed).
     python -m bench.turns --records 5000 --threads 500 --repeat 5 --out /tmp/turns.md   # a smoke run
 
 Goals (issue 12): platform time per turn p50 ≤ 25 ms and ≤ 2× the build's p50. Results are printed and written to
-bench/results/turns.md; a failed goal still exits 0 (a report, not a test); a run with wrong answers exits 2.
+bench/results/turns.md (each operation's numbers also to .coremem/bench-turns/samples.json); a failed goal still
+exits 0 (a report, not a test); a run with wrong answers exits 2.
 """
 
 from __future__ import annotations
@@ -672,6 +673,8 @@ def goal_lines(results: Results) -> list[str]:
 
 def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
     counted = meta["counted"]
+    busy = max(float(info["load_before"].split(",")[0]), float(info["load_after"].split(",")[0])) > float(
+        info["cores"])
     lines = [
         "# Turn overhead benchmark (TRN-1, issue 12)",
         "",
@@ -684,10 +687,11 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
         "block on the index with its defaults; the write tool offered) through the API, the bulk by COPY. "
         f"Measured people: median {meta['who']['median']['person']} ({meta['who']['median']['records']:,} records) "
         f"and heaviest {meta['who']['heaviest']['person']} ({meta['who']['heaviest']['records']:,} records).",
-        f"Machine: **a shared {info['cores']}-core machine** (other workers ran tests at the same time, so absolute "
-        f"times are inflated and noisy; the build and the turns were interleaved, so their ratio is fairer), "
-        f"{info['cpu']}, {info['python']}, {info['postgres']} (embedded, pgserver). Load average "
-        f"{info['load_before']} before, {info['load_after']} after. Product at {info['revision']}. Run {info['at']}.",
+        f"Machine: **a shared {info['cores']}-core machine**, {info['cpu']}, {info['python']}, {info['postgres']} "
+        f"(embedded, pgserver). Load average {info['load_before']} before, {info['load_after']} after"
+        + (": other workers were running tests at the same time, so absolute times are inflated and noisy (the "
+           "build and the turns were interleaved, so their ratio is fairer; CPU times below leave out the waiting "
+           "for a CPU)" if busy else "") + f". Product at {info['revision']}. Run {info['at']}.",
         f"Method: `python -m bench.turns{info['args']}`. The product is `coremem serve` (one process, one worker); the "
         "scripted OpenAI-compatible server of the tests (tests/model_server.py) runs under uvicorn in a thread of "
         "the benchmark's process and answers at once with a short reply (the tool turn: a write tool call, then "
@@ -810,6 +814,8 @@ def main() -> None:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(report)
+        samples = {f"{who} {mode}": [vars(x) for x in found] for (who, mode), found in results.samples.items()}
+        (logs / "samples.json").write_text(json.dumps(samples))
         print()
         print(report)
         print(f"saved to {out}")
