@@ -12,6 +12,7 @@ person (by records), interleaved in one run:
     tool      a turn whose model calls the memory write tool, then answers (two model rounds, one record written)
     build     `injection.service.build` alone, as the turn's prepare step calls it, for the same key, person and
               input, in a transaction of its own, in this process
+    key       GET /key, the cheapest authenticated request: a yardstick of how busy the machine was
 
 Each turn is timed over HTTP from request to answer; only answers with 201 and `status: "completed"` (and the
 expected output) count. The model's time is the trace's `model_ms` (GET /responses/{id}: the provider call,
@@ -71,7 +72,7 @@ ADMIN = "bench-turns@bench.local"
 MODEL = "scripted"
 INPUT = "What did I tell you about the project deadline, the budget and my morning coffee?"
 REPLY = "Noted: the deadline is Friday and the budget is fine."
-MODES = ("new", "continue", "tool", "build")
+MODES = ("new", "continue", "tool", "build", "key")
 TURNS = MODES[:3]
 GOAL_MS = 25.0
 GOAL_RATIO = 2.0
@@ -546,6 +547,18 @@ class Bench:
                         tool_ms=sum(float(t["ms"]) for t in trace["tools"]), lines=len(info["injected_ids"]))
         return sample, None, info
 
+    async def key(self) -> tuple[Sample | None, str | None]:
+        """GET /key, the cheapest authenticated request: a yardstick of how busy the machine is (compare with
+        bench/results/http.md, measured on a quiet machine)."""
+        cpu = self.meter.read()
+        started = time.perf_counter()
+        response = await self.http.get("/key")
+        total = (time.perf_counter() - started) * 1000
+        product_ms, pg_ms = self.meter.since(cpu)
+        if response.status_code != 200:
+            return None, f"GET /key answered {response.status_code}"
+        return Sample(total_ms=total, cpu_ms=product_ms, pg_cpu_ms=pg_ms), None
+
     async def _forget(self, record_id: str) -> None:
         """The record a tool turn wrote goes at once (untimed), so every turn sees the same records."""
         from sqlalchemy import text
@@ -587,16 +600,18 @@ class Bench:
                 for mode in order[rep % len(order):] + order[:rep % len(order)]:
                     await self.one(results, name, person, mode, keep=True)
             if (rep + 1) % max(repeat // 10, 1) == 0:
-                line = ", ".join(f"{n} {m} {results.p50(n, m, 'platform_ms' if m != 'build' else 'total_ms'):.1f}"
+                line = ", ".join(f"{n} {m} {results.p50(n, m, 'platform_ms' if m in TURNS else 'total_ms'):.1f}"
                                  for n in who for m in MODES)
                 print(f"round {rep + 1}/{repeat}: p50 so far (platform / build ms): {line}", flush=True)
         return results
 
     async def one(self, results: Results, who: str, person: str, mode: str, keep: bool) -> None:
         sample: Sample | None
+        wrong = None
         if mode == "build":
             sample, _ = await self.build(person)
-            wrong = None
+        elif mode == "key":
+            sample, wrong = await self.key()
         else:
             sample, wrong, _ = await self.turn(mode, who, person)
         if not keep:
@@ -653,7 +668,7 @@ def machine(url: str) -> dict[str, str]:
 
 
 WHAT = {"new": "new thread", "continue": "continues a thread", "tool": "memory write tool call",
-        "build": "injection build alone"}
+        "build": "injection build alone", "key": "GET /key (yardstick)"}
 
 
 def goal_lines(results: Results) -> list[str]:
@@ -669,6 +684,18 @@ def goal_lines(results: Results) -> list[str]:
             out.append(f"{verdict}: {who}, {mode} turn: platform p50 {platform_p50:.1f} ms = {ratio:.2f}× the build's "
                        f"p50 {build:.1f} ms (goal ≤ {GOAL_RATIO:g}×)")
     return out
+
+
+def _quiet_key_p50() -> float | None:
+    """GET /key's p50 at one connection in bench/results/http.md, when that file has it."""
+    import re
+
+    try:
+        found = re.search(r"^\| c \| GET /key \|[^|]*\|[^|]*\| ([\d.]+) \|", (RESULTS.parent / "http.md").read_text(),
+                          re.M)
+    except OSError:
+        return None
+    return float(found.group(1)) if found else None
 
 
 def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
@@ -696,8 +723,9 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
         "scripted OpenAI-compatible server of the tests (tests/model_server.py) runs under uvicorn in a thread of "
         "the benchmark's process and answers at once with a short reply (the tool turn: a write tool call, then "
         f"the reply). Input of every turn and of the build: \"{INPUT}\"; every turn offers the write tool. "
-        f"{info['warmup']} warm-up rounds, then {info['repeat']} rounds; each round runs, for each person, the four "
-        "modes in a rotating order. A turn is timed from sending POST /responses to its answer over loopback HTTP "
+        f"{info['warmup']} warm-up rounds, then {info['repeat']} rounds; each round runs, for each person, the five "
+        "modes (the three turns, the build and GET /key as a yardstick of how busy the machine was) in a rotating "
+        "order. A turn is timed from sending POST /responses to its answer over loopback HTTP "
         "(keep-alive) and counts only when it answers 201 with `status: \"completed\"`, the scripted reply, the "
         "expected model rounds (and, for the tool turn, the created record). Model time: the trace's `model_ms` "
         "(GET /responses/{id}, untimed; the provider call, which includes the OpenAI SDK's work and the loopback "
@@ -713,6 +741,12 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
                  f"{'once' if passes == 1 else f'up to {passes} times'}, so the history it read held {history} items.")
     wrong = sum(len(v) for v in results.wrong.values())
     lines.append(f"Wrong answers: {wrong}" + (" (left out of the numbers)." if wrong else "."))
+    key_p50 = statistics.median(results.values("median", "key", "total_ms") + results.values("heaviest", "key",
+                                                                                              "total_ms"))
+    quiet = _quiet_key_p50()
+    lines.append(f"Yardstick: GET /key answered in {key_p50:.2f} ms (p50) during this run"
+                 + (f"; bench/results/http.md measured {quiet:.2f} ms on a quiet machine (1 connection), so "
+                    f"requests here took about {key_p50 / quiet:.1f}× as long." if quiet else "."))
     for who in ("median", "heaviest"):
         person = meta["who"][who]
         build = results.p50(who, "build", "total_ms")
@@ -723,8 +757,8 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
                   "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for mode in MODES:
             n = len(results.values(who, mode, "total_ms"))
-            if mode == "build":
-                lines.append(f"| build | {WHAT[mode]} | {n} | {results.p50(who, mode, 'total_ms'):.1f} | "
+            if mode not in TURNS:
+                lines.append(f"| {mode} | {WHAT[mode]} | {n} | {results.p50(who, mode, 'total_ms'):.1f} | "
                              f"{results.p95(who, mode, 'total_ms'):.1f} | | | | | | | | | |")
                 continue
             trace_platform = statistics.median(s.trace_total_ms - s.model_ms
