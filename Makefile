@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http clean
+.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http bench-turns clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +52,10 @@ bench-export: $(STAMP)
 bench-http: $(STAMP)
 	$(BIN)/python -m bench.http
 
-bench: bench-search bench-injection bench-export bench-http
+bench-turns: $(STAMP)
+	$(BIN)/python -m bench.turns
+
+bench: bench-search bench-injection bench-export bench-http bench-turns
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache
