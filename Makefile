@@ -4,12 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http clean
+.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http \
+	bench-embed eval-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,local]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -47,7 +48,14 @@ bench-export: $(STAMP)
 bench-http: $(STAMP)
 	$(BIN)/python -m bench.http
 
-bench: bench-search bench-injection bench-export bench-http
+bench-embed: $(STAMP)
+	$(BIN)/python -m bench.embed
+
+# Search quality on the labelled development set (tests/quality): full text only, hashing and local.
+eval-search: $(STAMP)
+	$(BIN)/python -m tests.quality.evaluate
+
+bench: bench-search bench-injection bench-export bench-http bench-embed
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from backend.cli.base import database_url, progress_bar, with_session, main
+from backend.cli.base import database_url, main, progress_bar, with_session
 from backend.config import get_settings
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from backend.cli.base import database_url, progress_bar, main
+from backend.cli.base import database_url, main, progress_bar
 from backend.config import get_settings
 
 FORMAT_CHOICE = click.Choice(["parquet", "csv", "ndjson"])

@@ -10,7 +10,7 @@ import sys
 import click
 
 from backend.cli.admin import bootstrap_org
-from backend.cli.base import DASHBOARD_PORT, DEMO_ADMIN, DEMO_ORG, database_url, with_session, main
+from backend.cli.base import DASHBOARD_PORT, DEMO_ADMIN, DEMO_ORG, database_url, main, with_session
 from backend.config import get_settings
 
 
