@@ -26,12 +26,12 @@ def test_mem_13_question_parts() -> None:
 
 def test_mem_13_a_plain_question_finds_records_by_stems_without_stop_words(mem: Mem, client: Any) -> None:
     peanuts = mem.write(mem.anna(), "Is allergic to peanuts.")
-    dutch = mem.write(mem.anna(), "Heeft een allergie voor schaaldieren.")
+    dutch = mem.write(mem.anna(), "Heeft twee honden en een kat.")
     cycling = mem.write(mem.anna(), "Cycles to the office every morning.")
     # Every word had to match before: a question never found anything. Now its meaningful words do, stemmed:
-    # "peanut" finds "peanuts", "allergieën" finds "allergie", "cycling" finds "Cycles".
+    # "peanut" finds "peanuts", "hond" finds "honden", "cycling" finds "Cycles".
     assert search(mem, client, "is she allergic to any peanut?") == [peanuts["id"]]
-    assert search(mem, client, "welke allergieën heeft ze?") == [dutch["id"]]
+    assert search(mem, client, "heeft ze een hond?") == [dutch["id"]]
     assert search(mem, client, "how does she go cycling?") == [cycling["id"]]
     # A question of stop words only (English and Dutch) matches no record by its words.
     assert search(mem, client, "what is the one she had?") == []

@@ -177,9 +177,9 @@ def tune(org: Any, devset: DevSet, analyse: Callable[[], None]) -> str:
     index_id, refs = load(org, devset, MODES["local"])
     analyse()
     chosen = repository.FUSION
-    variants = [replace(chosen, method="rrf", rrf_k=k, min_similarity=m) for k in (5, 10, 30, 60)
+    variants = [replace(chosen, method="rrf", rrf_k=k, floors={"local": m}) for k in (10, 60)
                 for m in (0.0, 0.1, 0.2, 0.25)]
-    variants += [replace(chosen, method="weighted", text_weight=w, min_similarity=m) for w in (0.2, 0.3, 0.5, 0.7)
+    variants += [replace(chosen, method="weighted", text_weight=w, floors={"local": m}) for w in (0.2, 0.3, 0.5, 0.7)
                  for m in (0.0, 0.1, 0.25)]
     lines = ["| fusion | k / text weight | min similarity | recall@5 | " + " | ".join(f"{k} r@5" for k in KINDS)
              + " | MRR@10 | found nothing |", "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in KINDS)
@@ -190,7 +190,7 @@ def tune(org: Any, devset: DevSet, analyse: Callable[[], None]) -> str:
             result = ask(org, index_id, refs, devset.queries)
             knob = variant.rrf_k if variant.method == "rrf" else variant.text_weight
             kinds = " | ".join(f"{_mean(result.by_kind[k].recall5):.2f}" for k in KINDS)
-            lines.append(f"| {variant.method} | {knob} | {variant.min_similarity} | "
+            lines.append(f"| {variant.method} | {knob} | {variant.floors['local']} | "
                          f"{_mean(result.overall.recall5):.2f} | {kinds} | {_mean(result.overall.mrr10):.2f} | "
                          f"{_mean(result.overall.empty):.2f} |")
     finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -200,15 +200,22 @@ class Fusion:
     method: str = "rrf"  # "rrf": reciprocal rank fusion; "weighted": a weighted sum of the two scores
     rrf_k: int = 60  # rank offset of reciprocal rank fusion
     text_weight: float = 0.3  # the weighted sum's share of the text score
-    min_similarity: float = 0.0  # a record that shares no word with the question needs at least this similarity
+    # The similarity below which a provider's vector says nothing (each model has its own scale): a record that
+    # shares no word with the question is a hit only above it. `hashing` is lexical noise below 0.25.
+    floors: dict[str, float] = field(default_factory=lambda: {"local": 0.0})
+    default_floor: float = 0.25
+
+    def floor(self, model: str) -> float:
+        return self.floors.get(model.split("/", 1)[0], self.default_floor)
 
 
 FUSION = Fusion()
 
 
-def _nearest(where: list[ColumnElement[bool]], query: QueryVector) -> Any:
-    """The nearest records of these indexes to the query vector (the HNSW index of its dimensions serves it),
-    with their rank; vectors made by another model than the setting's are never compared."""
+def _nearest(where: list[ColumnElement[bool]], query: QueryVector, floor: float) -> Any:
+    """The nearest records of these indexes to the query vector (the HNSW index of its dimensions serves it)
+    that reach the provider's floor, with their rank; vectors of another model than the setting's are never
+    compared."""
     dims = len(query.vector)
     qv = cast(bindparam(None, query.vector, type_=Vector()), Vector(dims))
     distance = cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
@@ -217,7 +224,8 @@ def _nearest(where: list[ColumnElement[bool]], query: QueryVector) -> Any:
                       R.c.embedding_model == query.model)
                .order_by(distance).limit(CANDIDATES).subquery())
     return select(nearest.c.id, nearest.c.similarity,
-                  func.row_number().over(order_by=nearest.c.similarity.desc()).label("vec_rank"))
+                  func.row_number().over(order_by=nearest.c.similarity.desc()).label("vec_rank")
+                  ).where(nearest.c.similarity >= floor)
 
 
 def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | None:
@@ -280,33 +288,28 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
     else:
         # An HNSW scan returns at most ef_search rows (pgvector 0.6): let it offer every candidate we take.
         await db.execute(text(f"SET LOCAL hnsw.ef_search = {CANDIDATES}"))
-        nearest = [_nearest(where, query).subquery() for query in vectors]
+        nearest = [_nearest(where, query, fusion.floor(query.model)).subquery() for query in vectors]
         vec_hits = (nearest[0] if len(nearest) == 1 else
                     union_all(*[select(n) for n in nearest]).subquery()).alias("vec_hits")
+        similarity = func.greatest(func.coalesce(vec_hits.c.similarity, 0), 0)
+        scale = (fusion.rrf_k + 1) / 2.0  # so that first in both lists scores 1
         if by_words is None:
-            similarity = func.coalesce(vec_hits.c.similarity, 0)
             if fusion.method == "rrf":
-                score = (fusion.rrf_k + 1) / 2.0 / (fusion.rrf_k + vec_hits.c.vec_rank)
+                score = scale / (fusion.rrf_k + vec_hits.c.vec_rank)
             else:
-                score = (1 - fusion.text_weight) * func.greatest(similarity, 0)
-            hits = (select(vec_hits.c.id, score.label("score"))
-                    .where(similarity >= fusion.min_similarity).subquery("hits"))
+                score = (1 - fusion.text_weight) * similarity
+            hits = select(vec_hits.c.id, score.label("score")).subquery("hits")
         else:
             text_hits = by_words.subquery("text_hits")
             joined = text_hits.join(vec_hits, text_hits.c.id == vec_hits.c.id, full=True)
             hit_id = func.coalesce(text_hits.c.id, vec_hits.c.id)
-            similarity = func.coalesce(vec_hits.c.similarity, 0)
             if fusion.method == "rrf":
-                # Scaled so that first in both lists scores 1.
-                scale = (fusion.rrf_k + 1) / 2.0
                 score = (func.coalesce(scale / (fusion.rrf_k + text_hits.c.text_rank), 0)
                          + func.coalesce(scale / (fusion.rrf_k + vec_hits.c.vec_rank), 0))
             else:
                 score = (fusion.text_weight * func.coalesce(text_hits.c.text_score, 0)
-                         + (1 - fusion.text_weight) * func.greatest(similarity, 0))
-            hits = (select(hit_id.label("id"), score.label("score")).select_from(joined)
-                    .where(or_(text_hits.c.id.is_not(None), similarity >= fusion.min_similarity))
-                    .subquery("hits"))
+                         + (1 - fusion.text_weight) * similarity)
+            hits = select(hit_id.label("id"), score.label("score")).select_from(joined).subquery("hits")
     query = (select(*record_columns(scope, half_lives), cast(hits.c.score, Float).label("score"))
              .select_from(R.join(hits, and_(R.c.org_id == scope.org_id, R.c.id == hits.c.id)))
              .order_by(hits.c.score.desc(), R.c.id.desc()).limit(limit))
