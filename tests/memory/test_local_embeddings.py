@@ -115,3 +115,25 @@ def test_plt_13_a_model_change_is_re_embedded_and_old_vectors_are_never_compared
     assert search_ids(mem, client, "which foods could make her ill?", index_id)[0] == record["id"]
     again = _reembed(database_url, settings.secret, "--index", index_id)
     assert again.returncode == 0 and "Every record of every embedding index has its vector." in again.stdout
+
+
+def test_inj_8_relevance_uses_the_local_model_and_the_words(mem: Mem, client: Any) -> None:
+    index_id = make_index(mem.org, LOCAL)
+    peanuts = mem.write(mem.anna(), "Is allergic to peanuts.", index_id=index_id, confidence=0.5)
+    for text in ("Owns a red bicycle.", "Works as a nurse in a hospital.", "Woont in Utrecht."):
+        mem.write(mem.anna(), text, index_id=index_id, confidence=0.9)
+    changed = client.patch(f"/memory/stores/{index_id}", headers=mem.org.full,
+                           json={"injection": {"rank": "relevance"}})
+    assert changed.status_code == 200, changed.text
+
+    def first_line(turn_input: str) -> str:
+        answer = client.post(f"/memory/stores/{index_id}/injection/preview", headers=mem.admin,
+                             json={"subject": {"id": "anna"}, "input": turn_input, "store_override": True})
+        assert answer.status_code == 200, answer.text
+        block = answer.json()["block"]
+        return block.split("[about_this_person]\n", 1)[1].splitlines()[0]
+
+    # The least confident record comes first when the input is about it, in either language, without a shared word.
+    assert "peanuts" in first_line("which foods could make her ill?")
+    assert "peanuts" in first_line("van welk eten wordt ze ziek?")
+    assert "bicycle" in first_line("she wants to ride her bike to work")
