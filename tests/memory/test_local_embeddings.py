@@ -119,7 +119,7 @@ def test_plt_13_a_model_change_is_re_embedded_and_old_vectors_are_never_compared
 
 def test_inj_8_relevance_uses_the_local_model_and_the_words(mem: Mem, client: Any) -> None:
     index_id = make_index(mem.org, LOCAL)
-    peanuts = mem.write(mem.anna(), "Is allergic to peanuts.", index_id=index_id, confidence=0.5)
+    mem.write(mem.anna(), "Is allergic to peanuts.", index_id=index_id, confidence=0.5)
     for text in ("Owns a red bicycle.", "Works as a nurse in a hospital.", "Woont in Utrecht."):
         mem.write(mem.anna(), text, index_id=index_id, confidence=0.9)
     changed = client.patch(f"/memory/stores/{index_id}", headers=mem.org.full,
