@@ -172,7 +172,7 @@ def scratch_org() -> Iterator[tuple[Any, str]]:
 
 def tune(org: Any, devset: DevSet, analyse: Callable[[], None]) -> str:
     """Local embeddings under each fusion variant (the product's search reads `repository.FUSION`)."""
-    from backend.domains.memory import repository
+    from backend.domains.memory import search_repository as repository
 
     index_id, refs = load(org, devset, MODES["local"])
     analyse()

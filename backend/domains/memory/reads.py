@@ -12,7 +12,7 @@ import msgspec
 from backend.access.context import RequestContext
 from backend.domains.audit.service import subject_hash
 from backend.domains.indexes import service as indexes
-from backend.domains.memory import decay
+from backend.domains.memory import decay, search_repository
 from backend.domains.memory import repository as repo
 from backend.domains.memory.question import parse
 from backend.domains.memory.rules import document, memory_scope, version_document
@@ -169,7 +169,7 @@ async def search(ctx: RequestContext, f: MemoryQuery, limit: int, *, key_id: str
     index = await check_filters(ctx, f)
     question = parse(f.q)
     vectors = await query_vectors(ctx.db, ctx.scope, index, question)
-    rows = await repo.search(ctx.db, ctx.scope, await decay.half_lives_for(ctx, key_id),
+    rows = await search_repository.search(ctx.db, ctx.scope, await decay.half_lives_for(ctx, key_id),
                              msgspec.structs.replace(f, q=None), question, vectors, limit)
     await audit_read(ctx, route, [row["id"] for row in rows], describe_filters(ctx, f, q=True))
     return rows

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.scope import Scope
 from backend.domains.indexes import service as indexes
 from backend.domains.memory.question import Question
-from backend.domains.memory.repository import QueryVector
+from backend.domains.memory.search_repository import QueryVector
 from backend.providers.embeddings import EmbeddingError, fingerprint, provider_for
 
 log = logging.getLogger("coremem.memory")
