@@ -287,7 +287,9 @@ def render(meta: dict[str, Any], out: dict[str, Any], repeat: int, batches: int)
         f"{meta['embedded_per_second']:,} records/s in one process (batches of 2,000); the HNSW index took "
         f"{meta['hnsw_seconds']} s to build.",
         f"Machine: {os.cpu_count()} cores, CPython {platform.python_version()}, embedded PostgreSQL (pgserver), "
-        "`coremem serve` processes on loopback, one client thread per process. Times in ms.", "",
+        "`coremem serve` processes on loopback, one client thread per process. Times in ms. Load average "
+        f"{', '.join(f'{x:.2f}' for x in out['load'][0])} before, {', '.join(f'{x:.2f}' for x in out['load'][1])} "
+        "after (other work on the machine).", "",
         "| what | result |", "| --- | ---: |",
         f"| `POST /memory/batch` (50 records), 1 server process | {out['writes_1']:.0f} records/s |",
         f"| `POST /memory/batch` (50 records), 2 server processes | {out['writes_2']:.0f} records/s |",
@@ -316,7 +318,9 @@ def main() -> None:
     ensure_database(server, DATABASE)
     url = socket_url(Path(args.pgdata), DATABASE)
     meta = build(url, args.records, args.rebuild)
+    load_before = os.getloadavg()
     out = measure(url, meta, args.repeat, args.batches)
+    out["load"] = (load_before, os.getloadavg())
     text = render(meta, out, args.repeat, args.batches)
     print(text)
     RESULTS.write_text(text)

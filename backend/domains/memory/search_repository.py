@@ -9,7 +9,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import ColumnElement, Float, Integer, Text, and_, bindparam, cast, func, select, text, union_all
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Integer,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    func,
+    literal,
+    select,
+    text,
+    union_all,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -97,9 +110,9 @@ def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | No
     """Up to CANDIDATES records by their words (MEM-13), with their rank.
 
     Plain words are alternatives: a record needs one of them. Each word weighs ln(1 + matched / having it) among
-    the records that match the question, and a record scores the share of the question's weight it holds (0.9)
-    plus a tenth of its proximity rank; so the more of the question's words a record has, and the rarer they are,
-    the higher it ranks. Phrases must match and exclusions must not. The words travel as one array, so the
+    the records that match the question, and a record's share is the part of the question's weight it holds; so
+    the more of the question's words a record has, and the rarer they are, the higher it ranks. The best
+    CANDIDATES by share then score 0.9 × share + 0.1 × their proximity rank (`ts_rank_cd`). Phrases must match and exclusions must not. The words travel as one array, so the
     statement is the same for any number of them.
     """
     required = [phrase_query(bindparam(f"q_p{i}", type_=Text)) for i in range(len(question.phrases))]
@@ -109,13 +122,14 @@ def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | No
     if not required:
         return None
     match = all_of(required)
-    matched = (select(R.c.id, R.c.search, func.ts_rank_cd(R.c.search, match, 32).label("cd"))
-               .where(*where, R.c.search.op("@@")(match)).cte("matched"))
+    matched = select(R.c.id, R.c.search).where(*where, R.c.search.op("@@")(match)).cte("matched")
     if question.words:
         word = (func.unnest(bindparam("q_words", type_=ARRAY(Text)))
                 .table_valued("word", with_ordinality="term").render_derived().alias("w"))
         term_query = word_query(word.c.word)
-        terms = select(word.c.term, term_query.label("q")).where(func.numnode(term_query) > 0).cte("terms")
+        # Materialised: each word's query is made once, not once per record it is tested against.
+        terms = (select(word.c.term, term_query.label("q")).where(func.numnode(term_query) > 0)
+                 .cte("terms").prefix_with("MATERIALIZED"))
         held_terms = (select(matched.c.id, terms.c.term)
                       .select_from(matched.join(terms, matched.c.search.op("@@")(terms.c.q))).cte("held_terms"))
         matched_count = select(func.count()).select_from(matched).scalar_subquery()
@@ -125,16 +139,18 @@ def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | No
         held = (select(held_terms.c.id, func.sum(weights.c.weight).label("held"))
                 .select_from(held_terms.join(weights, held_terms.c.term == weights.c.term))
                 .group_by(held_terms.c.id).subquery("held"))
-        score: Any = (0.9 * func.coalesce(held.c.held / func.nullif(total, 0), 0) + 0.1 * matched.c.cd)
-        scored = select(matched.c.id, cast(score, Float).label("text_score")).select_from(
-            matched.outerjoin(held, held.c.id == matched.c.id))
+        share: Any = func.coalesce(held.c.held / func.nullif(total, 0), 0)
+        shared = (select(matched.c.id, matched.c.search, cast(share, Float).label("share"))
+                  .select_from(matched.outerjoin(held, held.c.id == matched.c.id)).subquery("shared"))
     else:
-        scored = select(matched.c.id, cast(matched.c.cd, Float).label("text_score"))
-    ranked = scored.subquery("scored")
-    best = (select(ranked.c.id, ranked.c.text_score)
-            .order_by(ranked.c.text_score.desc(), ranked.c.id.desc()).limit(CANDIDATES).subquery())
-    return select(best.c.id, best.c.text_score,
-                  func.row_number().over(order_by=(best.c.text_score.desc(), best.c.id.desc())).label("text_rank"))
+        shared = select(matched.c.id, matched.c.search, literal(0.0, Float).label("share")).subquery("shared")
+    # The proximity rank is computed for the best candidates by share only: it parses each record's positions.
+    best = (select(shared).order_by(shared.c.share.desc(), shared.c.id.desc()).limit(CANDIDATES).subquery("best"))
+    score = cast(0.9 * best.c.share + 0.1 * func.ts_rank_cd(best.c.search, match, 32), Float)
+    scored = select(best.c.id, score.label("text_score")).subquery("scored")
+    return select(scored.c.id, scored.c.text_score,
+                  func.row_number().over(order_by=(scored.c.text_score.desc(), scored.c.id.desc()))
+                  .label("text_rank"))
 
 
 def _statement(scope: Scope, half_lives: Mapping[str, float], found: list[Filter], question: Question,
