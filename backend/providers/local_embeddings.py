@@ -117,8 +117,3 @@ class LocalEmbeddings:
         except Exception as exc:  # the model failing is a provider failure: the record keeps its words
             raise EmbeddingError(f"{type(exc).__name__}: {exc}") from exc
 
-
-def preload(model: str = DEFAULT_MODEL) -> None:
-    """Load the model on the embedding thread now (a server start-up may call it; never required)."""
-    if installed(model):
-        _executor.submit(_model, model)

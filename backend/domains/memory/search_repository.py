@@ -112,8 +112,8 @@ def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | No
     Plain words are alternatives: a record needs one of them. Each word weighs ln(1 + matched / having it) among
     the records that match the question, and a record's share is the part of the question's weight it holds; so
     the more of the question's words a record has, and the rarer they are, the higher it ranks. The best
-    CANDIDATES by share then score 0.9 × share + 0.1 × their proximity rank (`ts_rank_cd`). Phrases must match and exclusions must not. The words travel as one array, so the
-    statement is the same for any number of them.
+    CANDIDATES by share then score 0.9 × share + 0.1 × their proximity rank (`ts_rank_cd`). Phrases must match
+    and exclusions must not. The words travel as one array, so the statement is the same for any number of them.
     """
     required = [phrase_query(bindparam(f"q_p{i}", type_=Text)) for i in range(len(question.phrases))]
     if not required and question.words:
