@@ -45,7 +45,9 @@ from backend.domains.memory.expressions import (
 from backend.domains.memory.question import Question
 from shared.schemas.memory import MemoryQuery
 
-CANDIDATES = 200  # candidates by words, and by vectors per embedding setting
+# Candidates by words, and by vectors per embedding setting: the page asked for, at least 100 (max 200, the
+# largest page): the HNSW beam (`ef_search`) is the candidate count, and a wide beam is what a search costs.
+MIN_CANDIDATES = 100
 
 
 def _rows(result: Any) -> list[dict[str, Any]]:
@@ -94,10 +96,10 @@ def _nearest(where: list[ColumnElement[bool]], n: int, dims: int, person: bool) 
     comparable = [*where, R.c.index_id == func.any(bindparam(f"v{n}_indexes", type_=ARRAY(Text))),
                   func.vector_dims(R.c.embedding) == dims, R.c.embedding_model == bindparam(f"v{n}_model", type_=Text)]
     found = select(R.c.id.label("id"), (1 - distance).label("similarity")).where(*comparable)
-    lists = [found.order_by(distance).limit(CANDIDATES)]
+    lists = [found.order_by(distance).limit(bindparam("candidates", type_=Integer))]
     if person:
         lists.append(found.where(R.c.subject == bindparam("vector_owner", type_=Text))
-                     .order_by(distance + 0).limit(CANDIDATES))
+                     .order_by(distance + 0).limit(bindparam("candidates", type_=Integer)))
     both = union_all(*[select(part.subquery()) for part in lists]).subquery() if len(lists) > 1 else \
         lists[0].subquery()
     nearest = select(both.c.id, func.max(both.c.similarity).label("similarity")).group_by(both.c.id).subquery()
@@ -107,12 +109,12 @@ def _nearest(where: list[ColumnElement[bool]], n: int, dims: int, person: bool) 
 
 
 def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | None:
-    """Up to CANDIDATES records by their words (MEM-13), with their rank.
+    """Up to `candidates` records by their words (MEM-13), with their rank.
 
     Plain words are alternatives: a record needs one of them. Each word weighs ln(1 + matched / having it) among
     the records that match the question, and a record's share is the part of the question's weight it holds; so
     the more of the question's words a record has, and the rarer they are, the higher it ranks. The best
-    CANDIDATES by share then score 0.9 × share + 0.1 × their proximity rank (`ts_rank_cd`). Phrases must match
+    `candidates` by share then score 0.9 × share + 0.1 × their proximity rank (`ts_rank_cd`). Phrases must match
     and exclusions must not. The words travel as one array, so the statement is the same for any number of them.
     """
     required = [phrase_query(bindparam(f"q_p{i}", type_=Text)) for i in range(len(question.phrases))]
@@ -145,7 +147,8 @@ def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | No
     else:
         shared = select(matched.c.id, matched.c.search, literal(0.0, Float).label("share")).subquery("shared")
     # The proximity rank is computed for the best candidates by share only: it parses each record's positions.
-    best = (select(shared).order_by(shared.c.share.desc(), shared.c.id.desc()).limit(CANDIDATES).subquery("best"))
+    best = (select(shared).order_by(shared.c.share.desc(), shared.c.id.desc())
+            .limit(bindparam("candidates", type_=Integer)).subquery("best"))
     score = cast(0.9 * best.c.share + 0.1 * func.ts_rank_cd(best.c.search, match, 32), Float)
     scored = select(best.c.id, score.label("text_score")).subquery("scored")
     return select(scored.c.id, scored.c.text_score,
@@ -215,8 +218,10 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
             _statements.popitem(last=False)
     else:
         _statements.move_to_end(shape)
-    params: dict[str, Any] = {**scope_params(scope), "limit": limit, "q_any": " or ".join(question.words),
-                              "q_words": list(question.words), "vector_owner": scope.subject_id}
+    candidates = max(limit, MIN_CANDIDATES)
+    params: dict[str, Any] = {**scope_params(scope), "limit": limit, "candidates": candidates,
+                              "q_any": " or ".join(question.words), "q_words": list(question.words),
+                              "vector_owner": scope.subject_id}
     params.update({f"q_p{i}": p for i, p in enumerate(question.phrases)})
     params.update({f"q_x{i}": x for i, x in enumerate(question.excluded)})
     for entry in found:
@@ -226,5 +231,5 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
                        f"v{n}_model": query.model, f"v{n}_floor": fusion.floor(query.model)})
     if vectors:
         # An HNSW scan returns at most ef_search rows (pgvector 0.6): let it offer every candidate we take.
-        await db.execute(text(f"SET LOCAL hnsw.ef_search = {CANDIDATES}"))
+        await db.execute(text(f"SET LOCAL hnsw.ef_search = {int(candidates)}"))
     return await statement.all(db, {name: value for name, value in params.items() if name in statement.names})
