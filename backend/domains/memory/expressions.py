@@ -203,13 +203,6 @@ def phrase_query(phrase: Any) -> Any:
     return _either(func.phraseto_tsquery, phrase)
 
 
-def any_of(queries: list[Any]) -> Any:
-    out = queries[0]
-    for query in queries[1:]:
-        out = out.op("||", return_type=TSQUERY)(query)
-    return out
-
-
 def all_of(queries: list[Any]) -> Any:
     out = queries[0]
     for query in queries[1:]:
