@@ -10,7 +10,7 @@ COPY pyproject.toml README.md ./
 COPY backend ./backend
 COPY dashboard ./dashboard
 COPY shared ./shared
-RUN /opt/coremem/bin/pip install --upgrade pip && /opt/coremem/bin/pip install . \
+RUN /opt/coremem/bin/pip install --upgrade pip && /opt/coremem/bin/pip install '.[local]' \
  && /opt/coremem/bin/coremem --help > /dev/null
 
 # Run stage: the environment alone, owned by root and run by an unprivileged user.

@@ -9,12 +9,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http bench-turns clean
+.PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http \
+	bench-turns bench-embed eval-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,local]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -52,10 +53,17 @@ bench-export: $(STAMP)
 bench-http: $(STAMP)
 	$(BIN)/python -m bench.http
 
+bench-embed: $(STAMP)
+	$(BIN)/python -m bench.embed
+
+# Search quality on the labelled development set (tests/quality): full text only, hashing and local.
+eval-search: $(STAMP)
+	$(BIN)/python -m tests.quality.evaluate
+
 bench-turns: $(STAMP)
 	$(BIN)/python -m bench.turns
 
-bench: bench-search bench-injection bench-export bench-http bench-turns
+bench: bench-search bench-injection bench-export bench-http bench-turns bench-embed
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

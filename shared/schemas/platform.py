@@ -177,7 +177,7 @@ class OrgPatch(Model):
 
 
 class EmbeddingConfig(Model):
-    provider: Literal["openai_compatible", "hashing"]
+    provider: Literal["local", "openai_compatible", "hashing"]
     model: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
     dimensions: Annotated[int, msgspec.Meta(ge=1, le=4096)]
     base_url: str | None = None

@@ -10,8 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.context import RequestContext
 from backend.access.scope import Scope
 from backend.domains.indexes import repository as repo
-from backend.errors import Conflict, NotFound
+from backend.errors import Conflict, NotFound, ValidationFailed
 from backend.ids import new_id
+from backend.providers import local_embeddings
 from shared.schemas.platform import IndexCreate
 
 
@@ -31,9 +32,28 @@ async def embedding_indexes(db: AsyncSession, scope: Scope) -> list[dict[str, An
     return await repo.embedding_indexes(db, scope)
 
 
+def check_embedding(body: IndexCreate) -> None:
+    """A `local` setting names a model this installation has, with that model's dimensions (PLT-13)."""
+    setting = body.embedding
+    if setting is None or setting.provider != "local":
+        return
+    model = local_embeddings.MODELS.get(setting.model)
+    if model is None:
+        known = ", ".join(sorted(local_embeddings.MODELS))
+        raise ValidationFailed(f"No local embedding model {setting.model!r}; the local models are: {known}.",
+                               param="embedding.model")
+    if setting.dimensions != model.dimensions:
+        raise ValidationFailed(f"The local model {model.name!r} makes {model.dimensions}-dimensional vectors.",
+                               param="embedding.dimensions")
+    if not local_embeddings.installed(model.name):
+        raise ValidationFailed(local_embeddings.missing_extra_message(model.name), param="embedding.provider",
+                               code="embedding_extra_missing")
+
+
 async def create(ctx: RequestContext, body: IndexCreate) -> dict[str, Any]:
     ctx.require("knowledge")
     ctx.principal.refuse_subject_token("create or delete indexes")
+    check_embedding(body)
     scope = ctx.scope
     if await repo.name_taken(ctx.db, scope.org_id, body.name):
         raise Conflict(f"An index named {body.name!r} exists already.", param="name", code="name_taken")

@@ -67,6 +67,11 @@ class Ranking:
     mode: str  # confidence | relevance | blend
     text_query: str | None  # an `or` of the turn's words, web-search syntax
     vector: list[float] | None
+    model: str | None = None  # the index's embedding setting (fingerprint): only its vectors are compared
+
+
+# With both a vector and words, relevance = TEXT_SHARE * full-text rank + (1 - TEXT_SHARE) * similarity (INJ-8).
+TEXT_SHARE = 0.3
 
 
 def or_query(text: str | None) -> str | None:
@@ -123,15 +128,22 @@ def _filters(sel: Selection, half_lives: Mapping[str, float]) -> list[ColumnElem
 
 
 def _relevance(ranking: Ranking) -> ColumnElement[Any]:
-    """Similarity to the turn's input in [0, 1]: cosine when the store embeds, else full-text rank."""
+    """Similarity to the turn's input in [0, 1]: cosine similarity when the store embeds, fused with the full-text
+    rank of the input's words (stems, no stop words) when there are words; the full-text rank alone otherwise."""
+    similarity: Any = None
     if ranking.vector is not None:
         dims = len(ranking.vector)
         qv = cast(bindparam(None, ranking.vector, type_=Vector()), Vector(dims))
-        similarity = 1 - cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
-        same_dims = func.vector_dims(R.c.embedding) == dims
-        return cast(case((same_dims, func.greatest(similarity, 0)), else_=0.0), Float)
-    if ranking.text_query:
-        return cast(func.ts_rank_cd(R.c.search, tsquery(ranking.text_query), 32), Float)
+        cosine = 1 - cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
+        comparable = and_(func.vector_dims(R.c.embedding) == dims, R.c.embedding_model == ranking.model)
+        similarity = case((comparable, func.greatest(cosine, 0)), else_=0.0)
+    words = func.ts_rank_cd(R.c.search, tsquery(ranking.text_query), 32) if ranking.text_query else None
+    if similarity is not None and words is not None:
+        return cast(TEXT_SHARE * words + (1 - TEXT_SHARE) * similarity, Float)
+    if similarity is not None:
+        return cast(similarity, Float)
+    if words is not None:
+        return cast(words, Float)
     return cast(literal(0.0), Float)
 
 

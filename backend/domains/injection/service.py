@@ -19,6 +19,7 @@ from backend.domains.memory import repository as memory_repo
 from backend.domains.memory.vectors import embed
 from backend.domains.stores import repository as stores_repo
 from backend.domains.stores.service import effective_sections
+from backend.providers.embeddings import fingerprint
 
 FILTER_REASON_BOUND = 50  # left-out candidates listed per section by the previewer
 
@@ -95,7 +96,7 @@ async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], ch
     wants_relevance = store.injection.rank != "confidence" or store.injection.episodes_limit > 0
     if turn_input and wants_relevance and index.get("embedding"):
         vector = (await embed(index, [turn_input]))[0]
-    ranking = repo.Ranking(store.injection.rank, text_query, vector)
+    ranking = repo.Ranking(store.injection.rank, text_query, vector, fingerprint(index.get("embedding")))
     limits = Limits(budget_tokens=budget, limit=block_cfg.limit, commitments_limit=store.commitments.inject_limit,
                     episodes_limit=store.injection.episodes_limit,
                     section_budgets={str(k): v for k, v in store.injection.section_budgets.items()},

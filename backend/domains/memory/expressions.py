@@ -28,11 +28,13 @@ from sqlalchemy import (
     exists,
     func,
     literal,
+    literal_column,
     or_,
-    text,
     true,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSQUERY
+from sqlalchemy.sql.expression import UnaryExpression
+from sqlalchemy.sql.operators import custom_op
 
 from backend.access.scope import Scope
 from backend.db.models import table_of
@@ -127,7 +129,7 @@ def _partner(scope: Scope, column: Any, bound: bool) -> ColumnElement[Any]:
     return case((seen, column), else_=None)
 
 
-HIDDEN = frozenset({"embedding", "search", "norm_hash", "contested_with", "replaces", "replaced_by"})
+HIDDEN = frozenset({"embedding", "embedding_model", "search", "norm_hash", "contested_with", "replaces", "replaced_by"})
 PLAIN_COLUMNS = tuple(c for c in R.c if c.name not in HIDDEN)
 
 
@@ -173,8 +175,44 @@ def _spelled(value: str) -> Any:
     return None if parsed is None or isinstance(parsed, str) else parsed
 
 
+# The two text search configurations of migration 0010: English and Dutch stems, neither language's stop words.
+LANGUAGES = ("coremem_en", "coremem_nl")
+
+
+def _config(name: str) -> Any:
+    return literal_column(f"'{name}'::regconfig")
+
+
+def _either(function: Any, value: Any) -> Any:
+    """`function(config, value)` in both languages, or-ed: a record's vector holds both stemmings."""
+    en, nl = (function(_config(name), value, type_=TSQUERY) for name in LANGUAGES)
+    return en.op("||", return_type=TSQUERY)(nl)
+
+
 def tsquery(q: Any) -> Any:
-    return func.websearch_to_tsquery(literal("simple").op("::")(text("regconfig")), q)
+    """Web-search syntax (every word, "phrases", or, -exclusion) over stems without stop words."""
+    return _either(func.websearch_to_tsquery, q)
+
+
+def word_query(word: Any) -> Any:
+    """One plain word (or hyphenated word) as a query: its English or its Dutch stem; empty for a stop word."""
+    return _either(func.plainto_tsquery, word)
+
+
+def phrase_query(phrase: Any) -> Any:
+    return _either(func.phraseto_tsquery, phrase)
+
+
+def all_of(queries: list[Any]) -> Any:
+    out = queries[0]
+    for query in queries[1:]:
+        out = out.op("&&", return_type=TSQUERY)(query)
+    return out
+
+
+def none_of(query: Any) -> Any:
+    """`!! query`: rows without it."""
+    return UnaryExpression(query, operator=custom_op("!!"), type_=TSQUERY)
 
 
 def _pairs(values: list[str]) -> list[tuple[str, str]]:

@@ -12,8 +12,9 @@ import msgspec
 from backend.access.context import RequestContext
 from backend.domains.audit.service import subject_hash
 from backend.domains.indexes import service as indexes
-from backend.domains.memory import decay
+from backend.domains.memory import decay, search_repository
 from backend.domains.memory import repository as repo
+from backend.domains.memory.question import parse
 from backend.domains.memory.rules import document, memory_scope, version_document
 from backend.domains.memory.vectors import query_vectors
 from backend.domains.memory.writes import reachable_record
@@ -161,12 +162,14 @@ async def count_recalls(ctx: RequestContext, ids: Sequence[str]) -> None:
 
 async def search(ctx: RequestContext, f: MemoryQuery, limit: int, *, key_id: str | None = None,
                  route: str = "GET /memory/search") -> list[dict[str, Any]]:
-    """MEM-13: full text (web-search syntax) blended with vector similarity in every index that embeds."""
+    """MEM-13: the question's words (plain words as ranked alternatives, with stems and without stop words;
+    web-search operators) fused with vector similarity in every index that embeds."""
     if not f.q:
         raise ValidationFailed("Give the question in `q`.", param="q")
     index = await check_filters(ctx, f)
-    vectors = await query_vectors(ctx.db, ctx.scope, index, f.q)
-    rows = await repo.search(ctx.db, ctx.scope, await decay.half_lives_for(ctx, key_id),
-                             msgspec.structs.replace(f, q=None), f.q, vectors, limit)
+    question = parse(f.q)
+    vectors = await query_vectors(ctx.db, ctx.scope, index, question)
+    rows = await search_repository.search(ctx.db, ctx.scope, await decay.half_lives_for(ctx, key_id),
+                             msgspec.structs.replace(f, q=None), question, vectors, limit)
     await audit_read(ctx, route, [row["id"] for row in rows], describe_filters(ctx, f, q=True))
     return rows

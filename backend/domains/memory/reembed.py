@@ -1,9 +1,11 @@
-"""Re-embedding (PLT-13): records of an embedding index that were written without a vector get one.
+"""Re-embedding (PLT-13): records of an embedding index without a vector of its current model get one.
 
 A write embeds its records in the request; when the provider fails, the record is kept without a vector and is
-found by its words only. `coremem memory reembed` gives those records their vector once the provider answers
-again. Each batch is one transaction: its rows are locked (`SKIP LOCKED`, so two runs never embed the same
-record twice), embedded, and written back unless their text changed meanwhile. Only the vector changes: no
+found by its words only. When an index's embedding setting changes (another model), its records' vectors are of
+the old model: search leaves them out (it compares only vectors whose `embedding_model` is the index's current
+setting), and re-embedding replaces them. `coremem memory reembed` does both once the provider answers.
+Each batch is one transaction: its rows are locked (`SKIP LOCKED`, so two runs never embed the same record
+twice), embedded, and written back unless their text changed meanwhile. Only the vector changes: no
 history version, no new `updated_at` (so decay does not restart), no change a reader of the record sees.
 """
 
@@ -14,14 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import and_, bindparam, func, select, update
+from sqlalchemy import ColumnElement, Text, and_, bindparam, cast, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.access.actor import CLI_ACTOR
 from backend.db.models import KnowledgeIndex, table_of
 from backend.domains.audit.service import record as audit_record
 from backend.domains.memory.expressions import R
-from backend.providers.embeddings import EmbeddingError, provider_for
+from backend.providers.embeddings import EmbeddingError, fingerprint, provider_for
 
 IDX = table_of(KnowledgeIndex)
 BATCH = 256
@@ -36,13 +38,26 @@ class Outcome:
     error: str | None = None  # what the provider said when it failed
 
 
+def _current_model() -> ColumnElement[str]:
+    """The index's setting as `embeddings.fingerprint` writes it: provider/model/dimensions."""
+    setting = IDX.c.embedding
+    return cast(func.concat_ws("/", setting.op("->>")("provider"), setting.op("->>")("model"),
+                               setting.op("->>")("dimensions")), Text)
+
+
+def _stale(model: ColumnElement[str] | str) -> ColumnElement[bool]:
+    """A record without a vector, or with one of another model than `model`."""
+    return or_(R.c.embedding.is_(None), R.c.embedding_model.is_distinct_from(model))
+
+
 async def pending(db: AsyncSession, org_id: str | None = None,
                   index_id: str | None = None) -> list[dict[str, Any]]:
-    """Embedding indexes with records lacking a vector: org_id, id, embedding (the setting) and `missing`."""
+    """Embedding indexes with records lacking a vector of the current model: org_id, id, embedding (the setting)
+    and `missing`."""
     missing = func.count(R.c.id).label("missing")
     query = (select(IDX.c.org_id, IDX.c.id, IDX.c.embedding, missing)
              .join(R, and_(R.c.org_id == IDX.c.org_id, R.c.index_id == IDX.c.id))
-             .where(IDX.c.embedding.is_not(None), R.c.embedding.is_(None))
+             .where(IDX.c.embedding.is_not(None), _stale(_current_model()))
              .group_by(IDX.c.org_id, IDX.c.id, IDX.c.embedding).order_by(IDX.c.org_id, IDX.c.id))
     if org_id is not None:
         query = query.where(IDX.c.org_id == org_id)
@@ -53,12 +68,14 @@ async def pending(db: AsyncSession, org_id: str | None = None,
 
 async def embed_batch(db: AsyncSession, index: Mapping[str, Any], after_id: str, batch: int = BATCH
                       ) -> tuple[int, str | None, str | None]:
-    """Embed up to `batch` records of the index without a vector, ids above `after_id`, in this transaction.
+    """Embed up to `batch` records of the index without a vector of its model, ids above `after_id`, in this
+    transaction.
 
     Returns (records embedded, the last id read or None when there was none left, the provider's error)."""
+    model = str(fingerprint(index["embedding"]))
     rows = (await db.execute(
         select(R.c.id, R.c.text).where(R.c.org_id == index["org_id"], R.c.index_id == index["id"],
-                                       R.c.embedding.is_(None), R.c.id > after_id)
+                                       _stale(model), R.c.id > after_id)
         .order_by(R.c.id).limit(batch).with_for_update(skip_locked=True))).all()
     if not rows:
         return 0, None, None
@@ -69,8 +86,8 @@ async def embed_batch(db: AsyncSession, index: Mapping[str, Any], after_id: str,
     except EmbeddingError as exc:
         return 0, rows[-1].id, str(exc)
     statement = (update(R).where(R.c.org_id == index["org_id"], R.c.id == bindparam("record_id"),
-                                 R.c.text == bindparam("seen_text"), R.c.embedding.is_(None))
-                 .values(embedding=bindparam("vector", type_=Vector())))
+                                 R.c.text == bindparam("seen_text"), _stale(model))
+                 .values(embedding=bindparam("vector", type_=Vector()), embedding_model=model))
     result = await db.execute(statement, [{"record_id": r.id, "seen_text": r.text, "vector": v}
                                           for r, v in zip(rows, vectors, strict=True)])
     return int(result.rowcount or 0), rows[-1].id, None  # type: ignore[attr-defined]

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     Boolean,
     ColumnElement,
@@ -28,7 +26,6 @@ from sqlalchemy import (
     or_,
     select,
     text,
-    union_all,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
@@ -51,14 +48,10 @@ from backend.domains.memory.expressions import (
     readable,
     record_columns,
     scope_params,
-    tsquery,
 )
 from shared.schemas.memory import MemoryQuery
 
 PRIORITY_RANK = {"critical": 0, "high": 1, "normal": 2, "low": 3}
-# A record that shares no word with the question is a hit only when its vector is at least this close.
-MIN_VECTOR_SIMILARITY = 0.25
-CANDIDATES = 200
 VERSIONED = ("text", "metadata", "labels", "confidence", "tags", "priority", "expires_at", "status", "verified",
              "commitment")
 
@@ -179,55 +172,6 @@ async def bump_recall(db: AsyncSession, org_id: str, ids: Sequence[str]) -> None
     if ids:
         await db.execute(update(R).where(R.c.org_id == org_id, R.c.id.in_(list(ids)))
                          .values(recall_count=R.c.recall_count + 1))
-
-
-@dataclass(frozen=True)
-class QueryVector:
-    """The query embedded by one embedding setting, for the indexes that share it."""
-
-    index_ids: tuple[str, ...]
-    vector: list[float]
-
-
-def _nearest(where: list[ColumnElement[bool]], query: QueryVector) -> Any:
-    """The nearest records of these indexes to the query vector (the HNSW index of its dimensions serves it)."""
-    dims = len(query.vector)
-    qv = cast(bindparam(None, query.vector, type_=Vector()), Vector(dims))
-    distance = cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
-    return (select(R.c.id.label("id"), (1 - distance).label("similarity"))
-            .where(*where, R.c.index_id.in_(query.index_ids), func.vector_dims(R.c.embedding) == dims)
-            .order_by(distance).limit(CANDIDATES))
-
-
-async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: MemoryQuery, q: str,
-                 vectors: Sequence[QueryVector], limit: int) -> list[dict[str, Any]]:
-    """Full-text hits blended with the nearest vectors of each embedding setting (MEM-13); every candidate set
-    is scoped in SQL."""
-    where = [*readable(scope), *filter_clauses(f, half_lives)]
-    query_ts = tsquery(q)
-    text_score = func.ts_rank_cd(R.c.search, query_ts, 32)
-    text_hits = (select(R.c.id.label("id"), text_score.label("text_score"))
-                 .where(*where, R.c.search.op("@@")(query_ts))
-                 .order_by(text_score.desc(), R.c.id.desc()).limit(CANDIDATES).subquery("text_hits"))
-    if not vectors:
-        score: ColumnElement[Any] = text_hits.c.text_score
-        hits = select(text_hits.c.id, score.label("score")).subquery("hits")
-    else:
-        # An HNSW scan returns at most ef_search rows (pgvector 0.6): let it offer every candidate we take.
-        await db.execute(text(f"SET LOCAL hnsw.ef_search = {CANDIDATES}"))
-        nearest = [_nearest(where, query).subquery() for query in vectors]
-        vec_hits = (nearest[0] if len(nearest) == 1 else
-                    union_all(*[select(n) for n in nearest]).subquery()).alias("vec_hits")
-        joined = text_hits.join(vec_hits, text_hits.c.id == vec_hits.c.id, full=True)
-        hit_id = func.coalesce(text_hits.c.id, vec_hits.c.id)
-        similarity = func.coalesce(vec_hits.c.similarity, 0)
-        score = 0.5 * func.coalesce(text_hits.c.text_score, 0) + 0.5 * func.greatest(similarity, 0)
-        hits = (select(hit_id.label("id"), score.label("score")).select_from(joined)
-                .where(or_(text_hits.c.id.is_not(None), similarity >= MIN_VECTOR_SIMILARITY)).subquery("hits"))
-    query = (select(*record_columns(scope, half_lives), cast(hits.c.score, Float).label("score"))
-             .select_from(R.join(hits, and_(R.c.org_id == scope.org_id, R.c.id == hits.c.id)))
-             .order_by(hits.c.score.desc(), R.c.id.desc()).limit(limit))
-    return _rows(await db.execute(query))
 
 
 async def versions(db: AsyncSession, org_id: str, record_id: str) -> list[dict[str, Any]]:

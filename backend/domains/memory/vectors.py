@@ -12,8 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
 from backend.domains.indexes import service as indexes
-from backend.domains.memory.repository import QueryVector
-from backend.providers.embeddings import EmbeddingError, provider_for
+from backend.domains.memory.question import Question
+from backend.domains.memory.search_repository import QueryVector
+from backend.providers.embeddings import EmbeddingError, fingerprint, provider_for
 
 log = logging.getLogger("coremem.memory")
 
@@ -30,17 +31,16 @@ async def embed(index: Mapping[str, Any], texts: Sequence[str]) -> list[list[flo
         return [None] * len(texts)
 
 
-def query_for_embedding(q: str) -> str:
-    """The words of a web-search query without its operators, for the query vector."""
-    words = [w for w in q.replace('"', " ").split() if not w.startswith("-") and w.lower() != "or"]
-    return " ".join(words)
+def model_of(index: Mapping[str, Any], vector: list[float] | None) -> str | None:
+    """The `embedding_model` stored beside a vector: the index's setting it was made with."""
+    return fingerprint(index.get("embedding")) if vector is not None else None
 
 
-async def query_vectors(db: AsyncSession, scope: Scope, index: Mapping[str, Any] | None, q: str
+async def query_vectors(db: AsyncSession, scope: Scope, index: Mapping[str, Any] | None, question: Question
                         ) -> list[QueryVector]:
     """The query embedded once per embedding setting among the searched indexes: the named index, else every
     index the request reaches (indexes that share a setting share one provider call and one vector scan)."""
-    words = query_for_embedding(q)
+    words = question.for_embedding()
     if not words:
         return []
     searched = [index] if index is not None else await indexes.embedding_indexes(db, scope)
@@ -50,5 +50,5 @@ async def query_vectors(db: AsyncSession, scope: Scope, index: Mapping[str, Any]
             by_setting.setdefault(json.dumps(found["embedding"], sort_keys=True), []).append(found)
     groups = list(by_setting.values())
     embedded = await asyncio.gather(*[embed(group[0], [words]) for group in groups])
-    return [QueryVector(tuple(i["id"] for i in group), vectors[0])
+    return [QueryVector(tuple(i["id"] for i in group), vectors[0], str(fingerprint(group[0]["embedding"])))
             for group, vectors in zip(groups, embedded, strict=True) if vectors[0] is not None]

@@ -30,7 +30,7 @@ from backend.domains.memory.rules import (
     norm_hash,
     reject_nul,
 )
-from backend.domains.memory.vectors import embed
+from backend.domains.memory.vectors import embed, model_of
 from backend.errors import Conflict, NotFound
 from backend.ids import new_id
 from shared.schemas.memory import MemoryCreate, MemoryPatch
@@ -124,7 +124,8 @@ async def write(ctx: RequestContext, items: list[Draft], *, started_at: datetime
             record_id, was_created = await _upsert_keyed(ctx, item)
         else:
             record_id, was_created = new_id("mem"), True
-            fresh.append({**item.values, "id": record_id, "embedding": item.vector})
+            fresh.append({**item.values, "id": record_id, "embedding": item.vector,
+                          "embedding_model": model_of(item.index, item.vector)})
         ids.append(record_id)
         created.append(was_created)
     await repo.insert_records(ctx.db, fresh)
@@ -148,6 +149,7 @@ async def _upsert_keyed(ctx: RequestContext, item: Draft) -> tuple[str, bool]:
             changes.update({name: v[name] for name in item.given})
             if item.index.get("embedding"):
                 changes["embedding"] = item.vector
+                changes["embedding_model"] = model_of(item.index, item.vector)
             await repo.update_record(ctx.db, ctx.org_id, existing["id"], changes, touch=True, bump=True)
             await repo.snapshot_versions(ctx.db, ctx.org_id, [existing["id"]], action="updated",
                                          actor_type=actor.type, actor_id=actor.id)
@@ -155,7 +157,8 @@ async def _upsert_keyed(ctx: RequestContext, item: Draft) -> tuple[str, bool]:
         check_write(ctx, v["subject"], v["labels"],
                     detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
         record_id = new_id("mem")
-        if await repo.insert_keyed(ctx.db, {**v, "id": record_id, "embedding": item.vector}):
+        if await repo.insert_keyed(ctx.db, {**v, "id": record_id, "embedding": item.vector,
+                                            "embedding_model": model_of(item.index, item.vector)}):
             await repo.snapshot_versions(ctx.db, ctx.org_id, [record_id], action="created", actor_type=actor.type,
                                          actor_id=actor.id)
             return record_id, True
@@ -232,6 +235,7 @@ async def patch(ctx: RequestContext, record_id: str, body: MemoryPatch) -> dict[
         index = await indexes.get(ctx.db, ctx.scope, current["index_id"]) or {}
         if index.get("embedding"):
             changes["embedding"] = (await embed(index, [changes["text"]]))[0]
+            changes["embedding_model"] = model_of(index, changes["embedding"])
     await repo.update_record(ctx.db, ctx.org_id, record_id, changes, touch=True, bump=True)
     await repo.snapshot_versions(ctx.db, ctx.org_id, [record_id], action="updated", actor_type=ctx.actor.type,
                                  actor_id=ctx.actor.id)
