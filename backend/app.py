@@ -20,6 +20,7 @@ from backend.db.engine import make_engine, make_sessionmaker
 from backend.domains.agents.controller import AgentController
 from backend.domains.audit.controller import AuditController
 from backend.domains.exports.controller import ExportController
+from backend.domains.extraction.controller import ExtractionController
 from backend.domains.indexes.controller import IndexController
 from backend.domains.keys.controller import KeyController, OwnKeyController
 from backend.domains.memory.controller import MemoryController
@@ -105,7 +106,8 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
                         IndexController, AuditController, StoreController, ThreadController,
                         ThreadItemSearchController, ExportController, MemoryController, ToolController,
                         SubjectController, ModelController, AdminModelController, UsageController,
-                        ResponseController, MessagesController, AgentController, mcp.handler],
+                        ResponseController, MessagesController, AgentController, ExtractionController,
+                        mcp.handler],
         dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page),
                       "turn": Provide(provide_turn_context)},
         before_request=refuse_nul_in_url,

@@ -17,7 +17,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy import and_, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from backend.access.actor import CLI_ACTOR
+from backend.access.actor import CLI_ACTOR, Actor
 from backend.db.models import KnowledgeIndex, table_of
 from backend.domains.audit.service import record as audit_record
 from backend.domains.memory.expressions import R
@@ -78,7 +78,7 @@ async def embed_batch(db: AsyncSession, index: Mapping[str, Any], after_id: str,
 
 async def run(sessions: async_sessionmaker[AsyncSession], secret: str, *, org_id: str | None = None,
               index_id: str | None = None, batch: int = BATCH,
-              advance: Callable[[int], None] | None = None) -> list[Outcome]:
+              advance: Callable[[int], None] | None = None, actor: Actor = CLI_ACTOR) -> list[Outcome]:
     """Every pending index, batch by batch; an index whose provider fails is left after its first failure (the
     next run tries again). Each index that got vectors records one `memory.embedded` audit event."""
     async with sessions() as db:
@@ -102,7 +102,7 @@ async def run(sessions: async_sessionmaker[AsyncSession], secret: str, *, org_id
         async with sessions() as db, db.begin():
             outcome.left = next((p["missing"] for p in await pending(db, index["org_id"], index["id"])), 0)
             if outcome.embedded:
-                await audit_record(db, org_id=outcome.org_id, actor=CLI_ACTOR, action="memory.embedded",
+                await audit_record(db, org_id=outcome.org_id, actor=actor, action="memory.embedded",
                                    secret=secret, object_type="index", object_id=outcome.index_id,
                                    detail={"embedded": outcome.embedded, "left": outcome.left})
         outcomes.append(outcome)
