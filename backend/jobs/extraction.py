@@ -28,8 +28,8 @@ async def schedule(context: JobContext, timestamp: int) -> int:
         async with res.system(row["org_id"], ACTOR) as ctx:
             if ctx is None:
                 continue
-            switch = await repo.get_switch(ctx.db, ctx.org_id, row["index_id"], lock=True)
-            if switch is None or not switch["enabled"]:
+            switch = await repo.lock_if_due(ctx.db, ctx.org_id, row["index_id"])
+            if switch is None:
                 continue
             if await state_of(ctx, switch) != "active":
                 await repo.mark_scheduled(ctx.db, ctx.org_id, row["index_id"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Integer, Text, cast, delete, exists, func, literal, or_, select, update
+from sqlalchemy import Integer, Text, and_, cast, delete, exists, func, literal, or_, select, update
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -96,12 +96,22 @@ async def admin_row(db: AsyncSession, org_id: str, admin_id: str) -> dict[str, A
     return dict(row._mapping) if row and row.org_id in (org_id, None) else None
 
 
+def _due() -> Any:
+    return and_(SW.c.enabled, or_(SW.c.last_scheduled_at.is_(None), SW.c.last_scheduled_at
+                                  <= func.now() - func.make_interval(0, 0, 0, 0, 0, SW.c.schedule_minutes)))
+
+
 async def due_switches(db: AsyncSession) -> list[dict[str, Any]]:
     """Enabled switches whose schedule has come round (every organisation: the scheduler's one statement)."""
-    due = or_(SW.c.last_scheduled_at.is_(None),
-              SW.c.last_scheduled_at <= func.now() - func.make_interval(0, 0, 0, 0, 0, SW.c.schedule_minutes))
-    query = select(SW.c.org_id, SW.c.index_id).where(SW.c.enabled, due).order_by(SW.c.org_id, SW.c.index_id)
+    query = select(SW.c.org_id, SW.c.index_id).where(_due()).order_by(SW.c.org_id, SW.c.index_id)
     return _rows(await db.execute(query))
+
+
+async def lock_if_due(db: AsyncSession, org_id: str, index_id: str) -> dict[str, Any] | None:
+    """The switch, locked, when it is still due (two schedulers at once start one run)."""
+    query = select(SW).where(SW.c.org_id == org_id, SW.c.index_id == index_id, _due()).with_for_update()
+    row = (await db.execute(query)).first()
+    return dict(row._mapping) if row else None
 
 
 async def mark_scheduled(db: AsyncSession, org_id: str, index_id: str) -> None:

@@ -194,6 +194,7 @@ async def windows(ctx: RequestContext, index_id: str, query: Any, before_id: str
     await _switch(ctx, index_id)
     rows = await repo.windows_page(ctx.db, ctx.org_id, index_id, state=query.state_, error_code=query.error_code,
                                    run_id=query.run_id, before_id=before_id, limit=limit)
+    rows = [{k: v for k, v in row.items() if k not in ("org_id", "index_id")} for row in rows]
     zone = ctx.org.get("timezone") or "UTC"
     extra = {"counts": await repo.window_counts(ctx.db, ctx.org_id, index_id),
              "error_codes": await repo.error_codes(ctx.db, ctx.org_id, index_id),

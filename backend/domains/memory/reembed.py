@@ -42,7 +42,8 @@ async def pending(db: AsyncSession, org_id: str | None = None,
     missing = func.count(R.c.id).label("missing")
     query = (select(IDX.c.org_id, IDX.c.id, IDX.c.embedding, missing)
              .join(R, and_(R.c.org_id == IDX.c.org_id, R.c.index_id == IDX.c.id))
-             .where(IDX.c.embedding.is_not(None), R.c.embedding.is_(None))
+             # An index without embeddings may hold JSON null rather than SQL NULL: only objects are settings.
+             .where(func.jsonb_typeof(IDX.c.embedding) == "object", R.c.embedding.is_(None))
              .group_by(IDX.c.org_id, IDX.c.id, IDX.c.embedding).order_by(IDX.c.org_id, IDX.c.id))
     if org_id is not None:
         query = query.where(IDX.c.org_id == org_id)
