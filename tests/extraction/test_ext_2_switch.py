@@ -43,7 +43,8 @@ def test_ext_2_a_revoked_key_is_accepted_and_a_filtered_agent_cannot_be_deleted(
     index_id = new_store(org)
     old = org.make_key(["threads"])
     assert client.post(f"/tenants/{org.org_id}/keys/{old['id']}/revoke", headers=org.admin).status_code in (200, 204)
-    agent = client.post("/agents", headers=org.full, json={"name": "helper", "model": "scripted", "instructions": "Help."})
+    agent = client.post("/agents", headers=org.full,
+                        json={"name": "helper", "model": "scripted", "instructions": "Help."})
     assert agent.status_code == 201, agent.text
     agent_id = agent.json()["id"]
     body = switch_on(org, index_id, filters={"key_ids": [old["id"]], "agent_ids": [agent_id]})
