@@ -128,3 +128,23 @@ class WindowQuery(Model):
     run_id: Id | None = None
     bucket: Literal["hour", "day"] = "hour"
     buckets: Annotated[int, msgspec.Meta(ge=1, le=366)] = 48
+
+
+__all__ = (
+    "DEFAULT_TYPES",
+    "ExtractionFilters",
+    "ExtractionSwitchIn",
+    "ExtractionSwitchOut",
+    "Id",
+    "RunOut",
+    "RunPage",
+    "RunQueued",
+    "SwitchState",
+    "TypeName",
+    "WindowBucket",
+    "WindowCounts",
+    "WindowOut",
+    "WindowPage",
+    "WindowQuery",
+    "WindowState",
+)

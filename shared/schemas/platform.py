@@ -299,6 +299,7 @@ __all__ = (
     "LoginIn",
     "LoginOut",
     "Name",
+    "OrgLimits",
     "OrgMemory",
     "OrgOut",
     "OrgPage",
