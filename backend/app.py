@@ -21,6 +21,7 @@ from backend.domains.activity.controller import ActivityController
 from backend.domains.agents.controller import AgentController
 from backend.domains.audit.controller import AuditController
 from backend.domains.exports.controller import ExportController
+from backend.domains.extraction.controller import ExtractionController
 from backend.domains.indexes.controller import IndexController
 from backend.domains.keys.controller import KeyController, OwnKeyController
 from backend.domains.memory.controller import MemoryController
@@ -106,7 +107,8 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
                         IndexController, AuditController, StoreController, ThreadController,
                         ThreadItemSearchController, ExportController, MemoryController, ToolController,
                         SubjectController, ModelController, AdminModelController, UsageController,
-                        ResponseController, MessagesController, AgentController, ActivityController, mcp.handler],
+                        ResponseController, MessagesController, AgentController, ActivityController,
+                        ExtractionController, mcp.handler],
         dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page),
                       "turn": Provide(provide_turn_context)},
         before_request=refuse_nul_in_url,

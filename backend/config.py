@@ -45,6 +45,8 @@ class Settings:
     model_timeout_seconds: float = 60.0
     model_max_retries: int = 2
     turn_max_tool_rounds: int = 8
+    extraction_window_messages: int = 40  # EXT-8: at most this many messages per window
+    extraction_window_tokens: int = 6000  # EXT-8: and at most about this many tokens
 
     def with_overrides(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -71,6 +73,8 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         model_timeout_seconds=float(env.get("CORE_MODEL_TIMEOUT_SECONDS", "60")),
         model_max_retries=int(env.get("CORE_MODEL_MAX_RETRIES", "2")),
         turn_max_tool_rounds=int(env.get("CORE_TURN_MAX_TOOL_ROUNDS", "8")),
+        extraction_window_messages=int(env.get("CORE_EXTRACTION_WINDOW_MESSAGES", "40")),
+        extraction_window_tokens=int(env.get("CORE_EXTRACTION_WINDOW_TOKENS", "6000")),
     )
 
 

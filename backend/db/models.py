@@ -50,6 +50,9 @@ class Org(Base):
     helper_model: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
     policy: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default='{"rules": []}')
     vocabulary: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    # EXT-8: `monthly_model_tokens` (null: no cap); extraction parks its windows once the month's usage reaches it.
+    limits: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False,
+                                                   server_default='{"monthly_model_tokens": null}')
     created_at: Mapped[datetime] = _now()
     updated_at: Mapped[datetime] = _now()
 

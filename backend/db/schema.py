@@ -5,6 +5,7 @@ from typing import Any
 from backend.db import (  # noqa: F401
     models,
     models_agents,
+    models_extraction,
     models_memory,
     models_stores,
     models_threads,

@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 
 from backend.db.engine import normalise_url
 from backend.domains.compaction import service as compaction
+from backend.domains.extraction import queue as xq
 
 log = logging.getLogger(__name__)
 RETRY = RetryStrategy(max_attempts=5, wait=5, exponential_wait=4)
@@ -30,6 +31,7 @@ def libpq_url(url: str) -> str:
 
 
 def make_app(url: str, *, pool_size: int = 4) -> procrastinate.App:
+    from backend.jobs import extraction as x
     from backend.jobs.compaction import summarise
 
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=libpq_url(url), min_size=1,
@@ -38,6 +40,14 @@ def make_app(url: str, *, pool_size: int = 4) -> procrastinate.App:
     stalled = app.task(name="jobs.retry_stalled_jobs", queue=MAINTENANCE_QUEUE, pass_context=True,
                        queueing_lock="retry_stalled_jobs")(retry_stalled_jobs)
     app.periodic(cron="* * * * *", periodic_id="stalled")(stalled)
+    app.task(name=xq.PLAN_TASK, queue=xq.QUEUE, pass_context=True, retry=RETRY)(x.plan)
+    app.task(name=xq.READ_TASK, queue=xq.QUEUE, pass_context=True, retry=RETRY)(x.read_thread)
+    scheduler = app.task(name=xq.SCHEDULE_TASK, queue=MAINTENANCE_QUEUE, pass_context=True,
+                         queueing_lock=xq.SCHEDULE_TASK)(x.schedule)
+    app.periodic(cron="* * * * *", periodic_id="extraction")(scheduler)
+    reembedder = app.task(name=xq.REEMBED_TASK, queue=MAINTENANCE_QUEUE, pass_context=True,
+                          queueing_lock=xq.REEMBED_TASK, lock=xq.REEMBED_TASK)(x.reembed_missing)
+    app.periodic(cron="*/5 * * * *", periodic_id="reembed")(reembedder)
     return app
 
 

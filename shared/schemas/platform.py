@@ -147,6 +147,12 @@ class HelperModel(Model):
     model: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 
 
+class OrgLimits(Model):
+    """EXT-8: model tokens per calendar month (the organisation's zone); null: no cap."""
+
+    monthly_model_tokens: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
 class OrgOut(Model):
     id: str
     name: str
@@ -157,6 +163,7 @@ class OrgOut(Model):
     helper_model: HelperModel | None
     policy: JSONObject
     vocabulary: JSONObject | None
+    limits: OrgLimits
     created_at: datetime
     updated_at: datetime
 
@@ -174,6 +181,7 @@ class OrgPatch(Model):
     memory: OrgMemory | UnsetType = UNSET
     helper_model: HelperModel | UnsetType | None = UNSET
     policy: JSONObject | UnsetType = UNSET
+    limits: OrgLimits | UnsetType = UNSET
 
 
 class EmbeddingConfig(Model):
@@ -293,6 +301,7 @@ __all__ = (
     "LoginIn",
     "LoginOut",
     "Name",
+    "OrgLimits",
     "OrgMemory",
     "OrgOut",
     "OrgPage",

@@ -170,14 +170,13 @@ def test_trn_5_an_agent_names_a_model_the_organisation_is_offered(org, client):
     assert_error(changed, 422, "model_not_offered", "model")
 
 
-@pytest.mark.skip(reason="extraction switches land with issue 13")
 def test_trn_5_deleting_an_agent_named_by_an_extraction_switch_is_409_naming_the_store(org, client):
-    """Expected once extraction switches exist: an agent named in a switch's filters cannot be deleted; the 409
-    names the store whose switch names it, and the agent stays (GET answers its current version)."""
+    """An agent named in a switch's filters cannot be deleted; the 409 names the store whose switch names it, and
+    the agent stays (GET answers its current version)."""
     agent = make_agent(client, org.admin)
     index_id = client.post("/indexes", headers=org.full, json={"name": "support"}).json()["id"]
     switch = client.put(f"/memory/stores/{index_id}/extraction", headers=org.admin,
-                        json={"enabled": True, "filters": {"agent_id": [agent["id"]]}})
+                        json={"enabled": True, "model": agent["model"], "filters": {"agent_ids": [agent["id"]]}})
     assert switch.status_code == 200, switch.text
     refused = assert_error(client.delete(f"/agents/{agent['id']}", headers=org.admin), 409)
     assert index_id in refused["message"]

@@ -17,6 +17,7 @@ from backend.access.context import RequestContext
 from backend.access.principal import Principal
 from backend.domains.agents import repository as repo
 from backend.domains.agents.rules import check_working_state_schema
+from backend.domains.extraction.switch import refuse_agent_deletion
 from backend.domains.injection.config import check_saved_block
 from backend.domains.models import service as models
 from backend.errors import Conflict, NotFound
@@ -192,7 +193,7 @@ async def patch(ctx: RequestContext, agent_id: str, body: AgentPatch) -> dict[st
 async def delete(ctx: RequestContext, agent_id: str) -> None:
     ctx.require_management()
     current = await _live(ctx, agent_id, lock=True)
-    # TRN-5: an agent named by an extraction switch's filters is refused with 409 once extraction exists.
+    await refuse_agent_deletion(ctx, agent_id)  # TRN-5/EXT-2: a switch's filters name it
     await repo.mark_deleted(ctx.db, ctx.org_id, agent_id)
     await ctx.audit("agent.deleted", object_type="agent", object_id=agent_id,
                     detail={"name": current["name"], "version": current["version"]})

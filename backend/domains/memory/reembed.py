@@ -19,7 +19,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy import ColumnElement, Text, and_, bindparam, cast, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from backend.access.actor import CLI_ACTOR
+from backend.access.actor import CLI_ACTOR, Actor
 from backend.db.models import KnowledgeIndex, table_of
 from backend.domains.audit.service import record as audit_record
 from backend.domains.memory.expressions import R
@@ -57,7 +57,8 @@ async def pending(db: AsyncSession, org_id: str | None = None,
     missing = func.count(R.c.id).label("missing")
     query = (select(IDX.c.org_id, IDX.c.id, IDX.c.embedding, missing)
              .join(R, and_(R.c.org_id == IDX.c.org_id, R.c.index_id == IDX.c.id))
-             .where(IDX.c.embedding.is_not(None), _stale(_current_model()))
+             # An index without embeddings may hold JSON null rather than SQL NULL: only objects are settings.
+             .where(func.jsonb_typeof(IDX.c.embedding) == "object", _stale(_current_model()))
              .group_by(IDX.c.org_id, IDX.c.id, IDX.c.embedding).order_by(IDX.c.org_id, IDX.c.id))
     if org_id is not None:
         query = query.where(IDX.c.org_id == org_id)
@@ -95,7 +96,7 @@ async def embed_batch(db: AsyncSession, index: Mapping[str, Any], after_id: str,
 
 async def run(sessions: async_sessionmaker[AsyncSession], secret: str, *, org_id: str | None = None,
               index_id: str | None = None, batch: int = BATCH,
-              advance: Callable[[int], None] | None = None) -> list[Outcome]:
+              advance: Callable[[int], None] | None = None, actor: Actor = CLI_ACTOR) -> list[Outcome]:
     """Every pending index, batch by batch; an index whose provider fails is left after its first failure (the
     next run tries again). Each index that got vectors records one `memory.embedded` audit event."""
     async with sessions() as db:
@@ -119,7 +120,7 @@ async def run(sessions: async_sessionmaker[AsyncSession], secret: str, *, org_id
         async with sessions() as db, db.begin():
             outcome.left = next((p["missing"] for p in await pending(db, index["org_id"], index["id"])), 0)
             if outcome.embedded:
-                await audit_record(db, org_id=outcome.org_id, actor=CLI_ACTOR, action="memory.embedded",
+                await audit_record(db, org_id=outcome.org_id, actor=actor, action="memory.embedded",
                                    secret=secret, object_type="index", object_id=outcome.index_id,
                                    detail={"embedded": outcome.embedded, "left": outcome.left})
         outcomes.append(outcome)

@@ -36,6 +36,7 @@ def org_document(row: Mapping[str, Any]) -> dict[str, Any]:
         "id": row["id"], "name": row["name"], "timezone": row["timezone"], "capabilities": row["capabilities"],
         "improvements": row["improvements"], "memory": {"decay": row["memory_decay"]},
         "helper_model": row["helper_model"], "policy": row["policy"], "vocabulary": row["vocabulary"],
+        "limits": row.get("limits") or {"monthly_model_tokens": None},
         "created_at": row["created_at"], "updated_at": row["updated_at"],
     }
 
@@ -78,6 +79,8 @@ async def patch_org(ctx: RequestContext, org_id: str, body: OrgPatch) -> dict[st
         values["memory_decay"] = msgspec.to_builtins(body.memory)["decay"]
     if body.helper_model is not msgspec.UNSET:
         values["helper_model"] = msgspec.to_builtins(body.helper_model)
+    if body.limits is not msgspec.UNSET:
+        values["limits"] = msgspec.to_builtins(body.limits)
     if body.policy is not msgspec.UNSET:
         parse_policy(body.policy, "policy", org_level=True)
         values["policy"] = body.policy
