@@ -1,0 +1,46 @@
+"""Regression tests for the defects the battery (issue 17) found, one per defect, each on the route that had it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.helpers import Org, assert_error, bootstrap_org
+
+
+@pytest.fixture(scope="module")
+def org(client: Any, settings: Any, database_url: str) -> Org:
+    return bootstrap_org(client, settings, database_url, "Regressions", "admin@regressions.test")
+
+
+@pytest.mark.parametrize("value", ["31", "2.00001", "1e9", "yesterday"])
+def test_plt_15_a_query_instant_is_rfc_3339_never_unix_time(client: Any, org: Org, value: str) -> None:
+    # msgspec read `after=31` as 31 seconds after 1970 and the list answered 200
+    for route in ("/memory", "/memory/stats", "/memory/export"):
+        assert_error(client.get(route, params={"after": value}, headers=org.full), 422, "validation_failed", "after")
+    assert client.get("/memory", params={"after": "2025-01-31T09:00:00+01:00"}, headers=org.full).status_code == 200
+
+
+def test_plt_14_an_overlong_time_zone_is_422_not_500(client: Any, org: Org) -> None:
+    # ZoneInfo raised OSError (file name too long), which no handler mapped: 500
+    zone = "Europe/" + "x" * 300
+    assert_error(client.get("/tools", params={"source": "memory", "timezone": zone}, headers=org.full), 422,
+                 param="timezone")
+
+
+@pytest.mark.parametrize("params", [{"to": "0001-01-01"}, {"from": "9999-12-31", "to": "9999-12-31"}])
+def test_plt_18_usage_days_near_the_calendar_ends_are_422_not_500(client: Any, org: Org,
+                                                                   params: dict[str, str]) -> None:
+    # `to=0001-01-01` made `to - 29 days` overflow: 500
+    assert_error(client.get("/usage", params=params, headers=org.admin), 422, "validation_failed")
+
+
+def test_plt_16_the_document_lists_export_media_types_and_conflicts(client: Any) -> None:
+    paths = client.get("/schema/openapi.json").json()["paths"]
+    export = paths["/memory/export"]["get"]["responses"]["200"]["content"]
+    assert set(export) == {"application/vnd.apache.parquet", "text/csv; charset=utf-8", "application/x-ndjson"}
+    assert "409" in paths["/indexes"]["post"]["responses"]  # an index name taken
+    assert "413" in paths["/memory"]["post"]["responses"]
+    assert "429" in paths["/memory"]["get"]["responses"]
+    assert "409" not in paths["/memory"]["get"]["responses"]
