@@ -45,6 +45,8 @@ class Settings:
     model_timeout_seconds: float = 60.0
     model_max_retries: int = 2
     turn_max_tool_rounds: int = 8
+    rate_limit_per_second: float = 0.0  # per key and process; 0: no limit
+    rate_limit_burst: int = 0  # the bucket's size; 0: one second's worth (at least 1)
 
     def with_overrides(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -71,6 +73,8 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         model_timeout_seconds=float(env.get("CORE_MODEL_TIMEOUT_SECONDS", "60")),
         model_max_retries=int(env.get("CORE_MODEL_MAX_RETRIES", "2")),
         turn_max_tool_rounds=int(env.get("CORE_TURN_MAX_TOOL_ROUNDS", "8")),
+        rate_limit_per_second=float(env.get("CORE_RATE_LIMIT_PER_SECOND", "0")),
+        rate_limit_burst=int(env.get("CORE_RATE_LIMIT_BURST", "0")),
     )
 
 

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend import contexts
 from backend.access.context import RequestContext
 from backend.access.principal import ORG_HEADER
+from backend.access.ratelimit import RateLimiter
 from backend.access.subjects import SUBJECT_HEADER
 from backend.domains.audit import service as audit
 from backend.errors import NUL_MESSAGE, ApiError, PolicyDenied, ValidationFailed
@@ -37,10 +38,12 @@ async def provide_context(request: Request[Any, Any, Any], state: State) -> Asyn
     """The request context every route takes (house rule 11), in the request's one transaction."""
     headers = request.headers
     async with transaction(state) as session:
-        yield await contexts.for_credential(
+        ctx = await contexts.for_credential(
             session, state.settings, authorization=headers.get("authorization"),
             subject_header=headers.get(SUBJECT_HEADER), org_header=headers.get(ORG_HEADER),
             path_org_id=request.path_params.get("org_id"))
+        limit_rate(state, ctx)
+        yield ctx
 
 
 async def provide_turn_context(request: Request[Any, Any, Any], state: State
@@ -54,9 +57,11 @@ async def provide_turn_context(request: Request[Any, Any, Any], state: State
     api_key = headers.get("x-api-key")
     authorization = headers.get("authorization") or (f"Bearer {api_key}" if api_key else None)
     try:
-        yield await contexts.for_credential(
+        ctx = await contexts.for_credential(
             session, state.settings, authorization=authorization,
             subject_header=headers.get(SUBJECT_HEADER), org_header=headers.get(ORG_HEADER))
+        limit_rate(state, ctx)
+        yield ctx
         await session.commit()
     except PolicyDenied as denied:
         await session.rollback()
@@ -67,6 +72,13 @@ async def provide_turn_context(request: Request[Any, Any, Any], state: State
         raise
     finally:
         await session.close()
+
+
+def limit_rate(state: State, ctx: RequestContext) -> None:
+    """Spend one of the key's tokens (PLT-14 429 with `Retry-After` when none is left); see access/ratelimit.py."""
+    limiter: RateLimiter | None = getattr(state, "rate_limiter", None)
+    if limiter is not None:
+        limiter.take(ctx.principal)
 
 
 @asynccontextmanager
@@ -208,6 +220,8 @@ async def refuse_nul_in_url(request: Request[Any, Any, Any]) -> None:
 def handle_internal(_: Request, exc: Exception) -> Response[Any]:
     if _is_nul_refusal(exc):
         return error_response(422, "validation_failed", NUL_MESSAGE, None)
+    if isinstance(exc, RecursionError) and "deserializing" in str(exc):  # msgspec's JSON decoder, on the body
+        return error_response(422, "validation_failed", "The request body nests arrays or objects too deeply.", None)
     error_id = uuid.uuid4().hex
     log.error("unexpected error %s", error_id, exc_info=exc)
     return error_response(500, "internal_error", f"Something went wrong on our side; quote error id {error_id}.",

@@ -44,3 +44,13 @@ def test_plt_16_the_document_lists_export_media_types_and_conflicts(client: Any)
     assert "413" in paths["/memory"]["post"]["responses"]
     assert "429" in paths["/memory"]["get"]["responses"]
     assert "409" not in paths["/memory"]["get"]["responses"]
+
+
+def test_plt_14_a_body_nested_10000_deep_is_422_not_500(client: Any, org: Org) -> None:
+    # msgspec's decoder raised RecursionError, which reached the handler of unexpected errors: 500
+    deep = "[" * 10_000 + "]" * 10_000
+    for method, route, body in (("POST", "/threads", '{"metadata": DEEP}'),
+                                ("POST", "/memory", '{"index_id": "idx_x", "type": "fact", "text": DEEP}')):
+        response = client.request(method, route, content=body.replace("DEEP", deep),
+                                  headers={**org.full, "content-type": "application/json"})
+        assert_error(response, 422, "validation_failed")
