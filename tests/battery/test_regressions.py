@@ -54,3 +54,11 @@ def test_plt_14_a_body_nested_10000_deep_is_422_not_500(client: Any, org: Org) -
         response = client.request(method, route, content=body.replace("DEEP", deep),
                                   headers={**org.full, "content-type": "application/json"})
         assert_error(response, 422, "validation_failed")
+
+
+def test_trn_9_a_message_with_a_field_besides_role_and_content_is_422(client: Any, org: Org) -> None:
+    # /messages read `role` and `content` and ran the turn whatever else a message held (`id`, `subject`, …)
+    for name in ("id", "subject", "created_at"):
+        body = {"max_tokens": 10, "model": "none", "messages": [{"role": "user", "content": "hi", name: "x"}]}
+        assert_error(client.post("/messages", json=body, headers=org.full), 422, "validation_failed",
+                     f"messages[0].{name}")
