@@ -22,7 +22,7 @@ from backend.access.principal import ORG_HEADER
 from backend.access.ratelimit import RateLimiter
 from backend.access.subjects import SUBJECT_HEADER
 from backend.domains.audit import service as audit
-from backend.errors import NUL_MESSAGE, ApiError, PolicyDenied, ValidationFailed
+from backend.errors import NUL_MESSAGE, ApiError, CapabilityMissing, Forbidden, PolicyDenied, ValidationFailed
 from shared.schemas.compaction import RETIRED_COMPACTION_FIELDS
 
 log = logging.getLogger("coremem")
@@ -37,13 +37,18 @@ async def provide_db(state: State) -> AsyncGenerator[AsyncSession, None]:
 async def provide_context(request: Request[Any, Any, Any], state: State) -> AsyncGenerator[RequestContext, None]:
     """The request context every route takes (house rule 11), in the request's one transaction."""
     headers = request.headers
-    async with transaction(state) as session:
-        ctx = await contexts.for_credential(
-            session, state.settings, authorization=headers.get("authorization"),
-            subject_header=headers.get(SUBJECT_HEADER), org_header=headers.get(ORG_HEADER),
-            path_org_id=request.path_params.get("org_id"))
-        limit_rate(state, ctx)
-        yield ctx
+    ctx: RequestContext | None = None
+    try:
+        async with transaction(state) as session:
+            ctx = await contexts.for_credential(
+                session, state.settings, authorization=headers.get("authorization"),
+                subject_header=headers.get(SUBJECT_HEADER), org_header=headers.get(ORG_HEADER),
+                path_org_id=request.path_params.get("org_id"))
+            limit_rate(state, ctx)
+            yield ctx
+    except Forbidden as refused:
+        await keep_refused_write(state, request, ctx, refused)
+        raise
 
 
 async def provide_turn_context(request: Request[Any, Any, Any], state: State
@@ -56,6 +61,7 @@ async def provide_turn_context(request: Request[Any, Any, Any], state: State
     # The Anthropic SDK sends its key as `x-api-key`; it is the same credential.
     api_key = headers.get("x-api-key")
     authorization = headers.get("authorization") or (f"Bearer {api_key}" if api_key else None)
+    ctx: RequestContext | None = None
     try:
         ctx = await contexts.for_credential(
             session, state.settings, authorization=authorization,
@@ -66,6 +72,10 @@ async def provide_turn_context(request: Request[Any, Any, Any], state: State
     except PolicyDenied as denied:
         await session.rollback()
         await _keep_denied_event(state, denied)
+        raise
+    except Forbidden as refused:
+        await session.rollback()
+        await keep_refused_write(state, request, ctx, refused)
         raise
     except BaseException:
         await session.rollback()
@@ -94,6 +104,29 @@ async def transaction(state: State) -> AsyncIterator[AsyncSession]:
         raise
     finally:
         await session.close()
+
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+async def keep_refused_write(state: State, request: Request[Any, Any, Any], ctx: RequestContext | None,
+                             refused: Forbidden) -> None:
+    """PLT-12: a write refused with 403 for a capability or a role (not by a policy rule, whose refusal keeps its
+    own `denied` event) is recorded as `request.denied` naming the route and the reason, after the rollback."""
+    if isinstance(refused, PolicyDenied) or ctx is None or request.method not in WRITE_METHODS:
+        return
+    org_id = ctx.principal.chosen_org_id
+    if org_id is None:
+        return
+    # The route's template (`/memory/{record_id}`), never the path: a path may hold a person's id.
+    template = request.scope.get("path_template") or request.scope.get("path", "")
+    detail = {"route": f"{request.method} {template}", "code": refused.code}
+    if isinstance(refused, CapabilityMissing):
+        detail["capability"] = refused.capability
+    async with state.sessionmaker() as session, session.begin():
+        await audit.record(session, org_id=org_id, actor=ctx.actor, action="request.denied",
+                           secret=state.settings.secret, subject_id=ctx.person, object_type="route",
+                           object_id=None, outcome="denied", detail=detail)
 
 
 async def _keep_denied_event(state: State, denied: PolicyDenied) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import Org, assert_error, bootstrap_org
+from tests.helpers import Org, assert_error, bearer, bootstrap_org
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +62,23 @@ def test_trn_9_a_message_with_a_field_besides_role_and_content_is_422(client: An
         body = {"max_tokens": 10, "model": "none", "messages": [{"role": "user", "content": "hi", name: "x"}]}
         assert_error(client.post("/messages", json=body, headers=org.full), 422, "validation_failed",
                      f"messages[0].{name}")
+
+
+def test_mem_18_verify_is_admin_required_for_any_key(client: Any, org: Org) -> None:
+    # a key without `memory` was told `capability_missing` rather than MEM-18's `admin_required`
+    plain = org.make_key(["knowledge"], name="plain")["secret"]
+    assert_error(client.post("/memory/mem_x/verify", headers=bearer(plain)), 403, "admin_required")
+
+
+def test_plt_12_a_write_refused_for_a_capability_is_one_denied_audit_row(client: Any, org: Org, db: Any) -> None:
+    # a 403 `capability_missing` (or `admin_required`) on a write left no trace in the audit trail
+    plain = org.make_key(["knowledge"], name="no-threads-no-memory")
+    count = "SELECT count(*) FROM audit_events WHERE org_id = %s"
+    before = db.execute(count, [org.org_id]).fetchone()[0]
+    assert_error(client.post("/memory", headers=bearer(plain["secret"], "anna"),
+                             json={"index_id": "idx_x", "type": "fact", "text": "t"}), 403, "capability_missing")
+    assert_error(client.get("/memory", headers=bearer(plain["secret"])), 403, "capability_missing")  # a read: none
+    rows = db.execute("SELECT action, outcome, actor_type, actor_id, object_type, detail FROM audit_events "
+                      "WHERE org_id = %s ORDER BY seq OFFSET %s", [org.org_id, before]).fetchall()
+    assert [r[:5] for r in rows] == [("request.denied", "denied", "key", plain["id"], "route")]
+    assert rows[0][5] == {"route": "POST /memory", "code": "capability_missing", "capability": "memory"}
