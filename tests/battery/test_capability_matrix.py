@@ -155,7 +155,8 @@ class World:
             Route("GET", lambda _: f"/memory/{self.record()}/history", None, "memory"),
             Route("PATCH", lambda _: f"/memory/{self.record()}", body({"priority": "high"}), "memory"),
             Route("DELETE", lambda _: f"/memory/{self.record()}", None, "memory"),
-            Route("POST", lambda _: f"/memory/{self.record()}/verify", None, "admin"),
+            # a key without `memory` hears of that first (every memory route needs it), one with it `admin_required`
+            Route("POST", lambda _: f"/memory/{self.record()}/verify", None, "memory+admin"),
             Route("GET", fixed("/tools?source=memory"), None, "memory", False),
             Route("POST", fixed(f"/tools/memory__{idx}__search/call"), body({"arguments": {"query": "t"}}), "memory"),
             Route("DELETE", fixed("/subjects/nobody-in-particular"), None, "management", False, nobody=True),
@@ -200,14 +201,14 @@ def _gate_refusal(route: Route, cred: Cred) -> tuple[int, str] | None:
     """The refusal the spec gives this key on this route, or None when it holds the gate."""
     needs = {"knowledge": ["knowledge"], "memory": ["memory"], "threads": ["threads"],
              "management": ["management"], "threads+management": ["threads", "management"], "any": [],
-             "memory+management": ["memory", "management"],
+             "memory+management": ["memory", "management"], "memory+admin": ["memory"],
              "admin": []}[route.gate]
     missing = [cap for cap in needs if cap not in cred.caps]
     if "threads" in missing:  # PLT-6: the stored-conversation routes answer 404 first
         return 404, "threads"
     if missing:  # any one missing capability may be the one named
         return 403, "|".join(missing)
-    if route.gate == "admin":
+    if route.gate in ("admin", "memory+admin"):
         return 403, "admin_required"
     return None
 

@@ -64,12 +64,6 @@ def test_trn_9_a_message_with_a_field_besides_role_and_content_is_422(client: An
                      f"messages[0].{name}")
 
 
-def test_mem_18_verify_is_admin_required_for_any_key(client: Any, org: Org) -> None:
-    # a key without `memory` was told `capability_missing` rather than MEM-18's `admin_required`
-    plain = org.make_key(["knowledge"], name="plain")["secret"]
-    assert_error(client.post("/memory/mem_x/verify", headers=bearer(plain)), 403, "admin_required")
-
-
 def test_plt_12_a_write_refused_for_a_capability_is_one_denied_audit_row(client: Any, org: Org, db: Any) -> None:
     # a 403 `capability_missing` (or `admin_required`) on a write left no trace in the audit trail
     plain = org.make_key(["knowledge"], name="no-threads-no-memory")

@@ -125,7 +125,7 @@ class MemoryModel(RuleBasedStateMachine):
     def search(self, who: str | None, word: str) -> None:
         response = self.call("GET", "/memory/search", who, params={"index_id": self.index, "q": word, "limit": 200})
         assert response.status_code == 200, response.text
-        expected = {i for i in self.active(who) if word in self.records[i].text.casefold().split()}
+        expected = {i for i in self.active(who) if word in re.findall(r"\w+", self.records[i].text.casefold())}
         assert {r["id"] for r in response.json()["data"]} == expected
 
     @precondition(lambda self: any(r.status == "active" for r in self.records.values()))
@@ -182,11 +182,11 @@ class MemoryModel(RuleBasedStateMachine):
     def replace(self, who: str | None, text: str, data: st.DataObject) -> None:
         old = self.records[data.draw(st.sampled_from(sorted(self.records)))]
         response = self.tool(who, {"type": "fact", "text": text, "replaces": old.id})
-        expected = self.may_change(who, old)
-        if expected == 200 and old.status == "replaced":
-            expected = 409
-        if expected != 200:
-            assert response.status_code == expected, (expected, response.text)
+        expected = {self.may_change(who, old)}
+        if expected != {404} and old.status == "replaced":  # refused twice over: either answer is the spec's
+            expected = {409} if expected == {200} else {403, 409}
+        if expected != {200}:
+            assert response.status_code in expected, (expected, response.text)
             return
         assert response.status_code == 200, response.text
         answer = json.loads(response.json()["output"])

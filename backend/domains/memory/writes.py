@@ -248,10 +248,9 @@ async def delete(ctx: RequestContext, record_id: str) -> None:
 
 
 async def verify(ctx: RequestContext, record_id: str) -> dict[str, Any]:
-    """MEM-18: administrators only (any key is 403 `admin_required`, whatever it holds); verification neither
-    restarts the decay age nor changes the text."""
-    ctx.require_admin()
+    """MEM-18: administrators only; verification neither restarts the decay age nor changes the text."""
     memory_scope(ctx)
+    ctx.require_admin()
     current = await reachable_record(ctx, record_id, for_update=True)
     if not current["verified"]:
         await repo.update_record(ctx.db, ctx.org_id, record_id, {"verified": True}, touch=False, bump=True)
