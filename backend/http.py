@@ -10,6 +10,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import psycopg
 from litestar import Request, Response
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
@@ -238,6 +239,8 @@ def handle_http(_: Request, exc: HTTPException) -> Response[Any]:
 
 def _is_nul_refusal(exc: Exception) -> bool:
     """PostgreSQL stores no U+0000 in text or jsonb; psycopg or the server refuses it when a statement runs."""
+    if isinstance(exc, psycopg.DataError):  # statements run on the driver's connection (db/prepared.py)
+        return "NUL (0x00)" in str(exc)
     orig = getattr(exc, "orig", None) or exc.__cause__
     message = str(orig) if orig is not None else ""
     return isinstance(exc, DBAPIError) and ("NUL (0x00)" in message or "\\u0000" in message)

@@ -314,4 +314,4 @@ def test_plt_8_access_matrix_quick(client: Any, world: World, report: Any) -> No
 
 @pytest.mark.slow
 def test_plt_8_access_matrix_5000_requests(client: Any, world: World, report: Any) -> None:
-    _run_matrix(client, world, report, per_route=150, minimum=5000)
+    _run_matrix(client, world, report, per_route=130, minimum=5000)

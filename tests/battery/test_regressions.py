@@ -76,3 +76,10 @@ def test_plt_12_a_write_refused_for_a_capability_is_one_denied_audit_row(client:
                       "WHERE org_id = %s ORDER BY seq OFFSET %s", [org.org_id, before]).fetchall()
     assert [r[:5] for r in rows] == [("request.denied", "denied", "key", plain["id"], "route")]
     assert rows[0][5] == {"route": "POST /memory", "code": "capability_missing", "capability": "memory"}
+
+
+def test_plt_14_a_nul_in_a_turn_field_read_by_a_prepared_statement_is_422_not_500(client: Any, org: Org) -> None:
+    # `agent_id` reaches a statement run on the driver's own connection, whose psycopg.DataError was not
+    # recognised as the database refusing a NUL: 500
+    response = client.post("/responses", json={"agent_id": "agt_\x00", "input": "hi"}, headers=org.full)
+    assert_error(response, 422, "validation_failed")

@@ -98,7 +98,7 @@ class MemoryModel(RuleBasedStateMachine):
         response = self.call("POST", "/memory", who, json={"index_id": self.index, "type": "fact", "text": text})
         assert response.status_code == 201, response.text
         body = response.json()
-        assert (body["subject"], body["text"], body["status"] if "status" in body else "active") == (
+        assert (body["subject"], body["text"], body.get("status", "active")) == (
             who, text, "active")
         self.records[body["id"]] = Rec(body["id"], who, text)
 
@@ -202,7 +202,7 @@ class MemoryModel(RuleBasedStateMachine):
             got = self.call("GET", f"/threads/{made.json()['id']}/state", who)
             assert got.status_code == 200, got.text
             self.threads[who] = (made.json()["id"], got.json()["version"], got.json()["state"])
-        thread, version, state = self.threads[who]
+        thread, version, _state = self.threads[who]
         sent_version = version - 1 if stale and version > 0 else version
         response = self.call("PUT", f"/threads/{thread}/state", who, json={"state": {"n": value}},
                              extra={"If-Match": str(sent_version)})
@@ -210,10 +210,17 @@ class MemoryModel(RuleBasedStateMachine):
             assert response.status_code == 409, response.text
         else:
             assert response.status_code == 200, response.text
-            assert response.json()["version"] == version + 1
+            assert (response.json()["version"], response.json()["state"]) == (version + 1, {"n": value})
             self.threads[who] = (thread, version + 1, {"n": value})
+
+    @precondition(lambda self: self.threads)
+    @rule(data=st.data())
+    def state_read(self, data: st.DataObject) -> None:
+        who = data.draw(st.sampled_from(sorted(self.threads, key=str)))
+        thread, version, state = self.threads[who]
         got = self.call("GET", f"/threads/{thread}/state", who)
-        assert (got.json()["version"], got.json()["state"]) == (self.threads[who][1], self.threads[who][2])
+        assert got.status_code == 200, got.text
+        assert (got.json()["version"], got.json()["state"]) == (version, state)
 
     @invariant()
     def nothing_foreign(self) -> None:
