@@ -101,6 +101,8 @@ def _string_fits(raw: str, schema: dict[str, Any]) -> bool:
             return True
         if kind == "boolean" and raw in ("true", "false"):
             return True
+        if kind == "null" and raw == "null":  # the schema's null alternative, which the server reads as absent
+            return True
         if kind in ("integer", "number"):
             try:
                 number = int(raw) if kind == "integer" else float(raw)
