@@ -5,6 +5,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DASHBOARD_PORT ?= 8501
 ARGS ?=
+# `make test` leaves out the long variants marked `slow` (the battery's big example counts); `.ci/run` runs them
+# with `make test PYTEST_ARGS=`.
+PYTEST_ARGS ?= -m "not slow"
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -27,7 +30,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy backend shared dashboard
 
 pytest: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 

@@ -14,6 +14,7 @@ from litestar.openapi import OpenAPIConfig, ResponseSpec
 from sqlalchemy import text
 
 from backend import openapi
+from backend.access.ratelimit import RateLimiter
 from backend.config import Settings, get_settings
 from backend.db import migrate
 from backend.db.engine import make_engine, make_sessionmaker
@@ -120,7 +121,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
         },
         lifespan=[lifespan, mcp.lifespan],
         on_startup=[openapi.install],
-        state=State({"settings": settings}),
+        state=State({"settings": settings, "rate_limiter": RateLimiter.from_settings(settings)}),
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="coremem", version="0.1.0", path="/schema"),
         debug=False,

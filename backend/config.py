@@ -47,6 +47,8 @@ class Settings:
     turn_max_tool_rounds: int = 8
     extraction_window_messages: int = 40  # EXT-8: at most this many messages per window
     extraction_window_tokens: int = 6000  # EXT-8: and at most about this many tokens
+    rate_limit_per_second: float = 0.0  # per key and process; 0: no limit
+    rate_limit_burst: int = 0  # the bucket's size; 0: one second's worth (at least 1)
 
     def with_overrides(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -75,6 +77,8 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         turn_max_tool_rounds=int(env.get("CORE_TURN_MAX_TOOL_ROUNDS", "8")),
         extraction_window_messages=int(env.get("CORE_EXTRACTION_WINDOW_MESSAGES", "40")),
         extraction_window_tokens=int(env.get("CORE_EXTRACTION_WINDOW_TOKENS", "6000")),
+        rate_limit_per_second=float(env.get("CORE_RATE_LIMIT_PER_SECOND", "0")),
+        rate_limit_burst=int(env.get("CORE_RATE_LIMIT_BURST", "0")),
     )
 
 

@@ -107,6 +107,17 @@ class PayloadTooLarge(ApiError):
     code = "payload_too_large"
 
 
+class RateLimited(ApiError):
+    """PLT-14: a key over its request rate; `Retry-After` says in whole seconds when to try again."""
+
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, headers={"Retry-After": str(retry_after)})
+        self.retry_after = retry_after
+
+
 class ValidationFailed(ApiError):
     status = 422
     code = "validation_failed"

@@ -10,6 +10,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import psycopg
 from litestar import Request, Response
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
@@ -19,9 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend import contexts
 from backend.access.context import RequestContext
 from backend.access.principal import ORG_HEADER
+from backend.access.ratelimit import RateLimiter
 from backend.access.subjects import SUBJECT_HEADER
 from backend.domains.audit import service as audit
-from backend.errors import NUL_MESSAGE, ApiError, PolicyDenied, ValidationFailed
+from backend.errors import NUL_MESSAGE, ApiError, CapabilityMissing, Forbidden, PolicyDenied, ValidationFailed
 from shared.schemas.compaction import RETIRED_COMPACTION_FIELDS
 
 log = logging.getLogger("coremem")
@@ -36,11 +38,18 @@ async def provide_db(state: State) -> AsyncGenerator[AsyncSession, None]:
 async def provide_context(request: Request[Any, Any, Any], state: State) -> AsyncGenerator[RequestContext, None]:
     """The request context every route takes (house rule 11), in the request's one transaction."""
     headers = request.headers
-    async with transaction(state) as session:
-        yield await contexts.for_credential(
-            session, state.settings, authorization=headers.get("authorization"),
-            subject_header=headers.get(SUBJECT_HEADER), org_header=headers.get(ORG_HEADER),
-            path_org_id=request.path_params.get("org_id"))
+    ctx: RequestContext | None = None
+    try:
+        async with transaction(state) as session:
+            ctx = await contexts.for_credential(
+                session, state.settings, authorization=headers.get("authorization"),
+                subject_header=headers.get(SUBJECT_HEADER), org_header=headers.get(ORG_HEADER),
+                path_org_id=request.path_params.get("org_id"))
+            limit_rate(state, ctx)
+            yield ctx
+    except Forbidden as refused:
+        await keep_refused_write(state, request, ctx, refused)
+        raise
 
 
 async def provide_turn_context(request: Request[Any, Any, Any], state: State
@@ -53,20 +62,34 @@ async def provide_turn_context(request: Request[Any, Any, Any], state: State
     # The Anthropic SDK sends its key as `x-api-key`; it is the same credential.
     api_key = headers.get("x-api-key")
     authorization = headers.get("authorization") or (f"Bearer {api_key}" if api_key else None)
+    ctx: RequestContext | None = None
     try:
-        yield await contexts.for_credential(
+        ctx = await contexts.for_credential(
             session, state.settings, authorization=authorization,
             subject_header=headers.get(SUBJECT_HEADER), org_header=headers.get(ORG_HEADER))
+        limit_rate(state, ctx)
+        yield ctx
         await session.commit()
     except PolicyDenied as denied:
         await session.rollback()
         await _keep_denied_event(state, denied)
+        raise
+    except Forbidden as refused:
+        await session.rollback()
+        await keep_refused_write(state, request, ctx, refused)
         raise
     except BaseException:
         await session.rollback()
         raise
     finally:
         await session.close()
+
+
+def limit_rate(state: State, ctx: RequestContext) -> None:
+    """Spend one of the key's tokens (PLT-14 429 with `Retry-After` when none is left); see access/ratelimit.py."""
+    limiter: RateLimiter | None = getattr(state, "rate_limiter", None)
+    if limiter is not None:
+        limiter.take(ctx.principal)
 
 
 @asynccontextmanager
@@ -82,6 +105,29 @@ async def transaction(state: State) -> AsyncIterator[AsyncSession]:
         raise
     finally:
         await session.close()
+
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+async def keep_refused_write(state: State, request: Request[Any, Any, Any], ctx: RequestContext | None,
+                             refused: Forbidden) -> None:
+    """PLT-12: a write refused with 403 for a capability or a role (not by a policy rule, whose refusal keeps its
+    own `denied` event) is recorded as `request.denied` naming the route and the reason, after the rollback."""
+    if isinstance(refused, PolicyDenied) or ctx is None or request.method not in WRITE_METHODS:
+        return
+    org_id = ctx.principal.chosen_org_id
+    if org_id is None:
+        return
+    # The route's template (`/memory/{record_id}`), never the path: a path may hold a person's id.
+    template = request.scope.get("path_template") or request.scope.get("path", "")
+    detail = {"route": f"{request.method} {template}", "code": refused.code}
+    if isinstance(refused, CapabilityMissing):
+        detail["capability"] = refused.capability
+    async with state.sessionmaker() as session, session.begin():
+        await audit.record(session, org_id=org_id, actor=ctx.actor, action="request.denied",
+                           secret=state.settings.secret, subject_id=ctx.person, object_type="route",
+                           object_id=None, outcome="denied", detail=detail)
 
 
 async def _keep_denied_event(state: State, denied: PolicyDenied) -> None:
@@ -193,6 +239,8 @@ def handle_http(_: Request, exc: HTTPException) -> Response[Any]:
 
 def _is_nul_refusal(exc: Exception) -> bool:
     """PostgreSQL stores no U+0000 in text or jsonb; psycopg or the server refuses it when a statement runs."""
+    if isinstance(exc, psycopg.DataError):  # statements run on the driver's connection (db/prepared.py)
+        return "NUL (0x00)" in str(exc)
     orig = getattr(exc, "orig", None) or exc.__cause__
     message = str(orig) if orig is not None else ""
     return isinstance(exc, DBAPIError) and ("NUL (0x00)" in message or "\\u0000" in message)
@@ -208,6 +256,8 @@ async def refuse_nul_in_url(request: Request[Any, Any, Any]) -> None:
 def handle_internal(_: Request, exc: Exception) -> Response[Any]:
     if _is_nul_refusal(exc):
         return error_response(422, "validation_failed", NUL_MESSAGE, None)
+    if isinstance(exc, RecursionError) and "deserializing" in str(exc):  # msgspec's JSON decoder, on the body
+        return error_response(422, "validation_failed", "The request body nests arrays or objects too deeply.", None)
     error_id = uuid.uuid4().hex
     log.error("unexpected error %s", error_id, exc_info=exc)
     return error_response(500, "internal_error", f"Something went wrong on our side; quote error id {error_id}.",

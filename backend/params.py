@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
+from litestar import Request
 from litestar.params import Parameter
 
 from backend.errors import BadRequest, ValidationFailed
@@ -26,6 +27,13 @@ S = TypeVar("S", bound=msgspec.Struct)
 Row = TypeVar("Row")
 MAX_PAGE = 200
 _AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`")
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
+def _holds_datetime(annotation: Any) -> bool:
+    if annotation is datetime:
+        return True
+    return any(_holds_datetime(arg) for arg in get_args(annotation))
 
 
 def _description(annotation: Any) -> str | None:
@@ -57,7 +65,14 @@ def query_dependency(struct: type[S]) -> Callable[..., Any]:
                                             annotation=annotation))
         annotations[field.name] = annotation
 
-    async def provide(**given: Any) -> S:
+    instants = [f.encode_name for f in fields if _holds_datetime(f.type)]
+
+    async def provide(request: Request[Any, Any, Any], **given: Any) -> S:
+        for name in instants:  # PLT-15: RFC 3339 only; msgspec would read `after=31` as Unix time
+            for raw in request.query_params.getall(name, []):
+                if not _RFC3339.match(raw):
+                    raise ValidationFailed(f"`{name}` is an RFC 3339 instant with its offset, such as "
+                                           "2025-01-31T09:00:00+01:00.", param=name)
         sent = {f.encode_name: given[f.name] for f in fields if given.get(f.name) is not None}
         try:
             return msgspec.convert(sent, struct, strict=False)
@@ -67,8 +82,10 @@ def query_dependency(struct: type[S]) -> Callable[..., Any]:
             param = found.group("path").split("[")[0] if found else None
             raise ValidationFailed(_AT.sub("", message) + ".", param=param) from None
 
-    provide.__signature__ = inspect.Signature(parameters, return_annotation=struct)  # type: ignore[attr-defined]
-    provide.__annotations__ = {**annotations, "return": struct}
+    request_parameter = inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request)
+    provide.__signature__ = inspect.Signature([request_parameter, *parameters],  # type: ignore[attr-defined]
+                                              return_annotation=struct)
+    provide.__annotations__ = {"request": Request, **annotations, "return": struct}
     provide.__name__ = f"provide_{struct.__name__}"
     return provide
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Text, and_, bindparam, false, func, literal, not_, or_, true
-from sqlalchemy.dialects.postgresql import ARRAY, array
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, array
 
 from backend.access.policy import SUBJECT_LABEL, Atom, Requester, Rule
 
@@ -28,7 +28,9 @@ def _has_label_value(labels_col: Any, name: str, value: Any) -> ColumnElement[bo
 
 
 def _label_absent(labels_col: Any, name: str) -> ColumnElement[bool]:
-    return not_(func.coalesce(labels_col.op("?")(literal(name)), false()))
+    # An empty list holds no value: absent, as `decide` reads it (erasure can leave `participants: []`).
+    absent = or_(not_(labels_col.op("?")(literal(name))), labels_col.op("->")(literal(name)) == literal([], JSONB))
+    return func.coalesce(absent, true())
 
 
 def _match_sql(rule: Rule, owner_col: Any, labels_col: Any) -> ColumnElement[bool]:

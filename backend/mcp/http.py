@@ -19,6 +19,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from backend.config import Settings
 from backend.errors import ApiError
+from backend.http import limit_rate
 from backend.mcp.credential import Credential
 from backend.mcp.server import Runtime, build_server
 
@@ -38,8 +39,10 @@ class McpEndpoint:
             if scope.get("method") == "GET":  # a stateless server has no stream of its own to offer (it would idle)
                 raise ApiError("This MCP endpoint answers POSTed messages only; it opens no event stream.",
                                status=405, code="method_not_allowed", headers={"Allow": "POST"})
-            async with runtime.context(Credential.of_headers(Headers.from_scope(scope))):
-                pass  # resolves the credential (401/400 as PLT-14 bodies through the application's handlers)
+            # Resolves the credential (401/400 as PLT-14 bodies through the application's handlers) and spends one
+            # of the key's tokens for the message (429): the tool calls inside it are not counted again.
+            async with runtime.context(Credential.of_headers(Headers.from_scope(scope))) as ctx:
+                limit_rate(runtime.state, ctx)  # type: ignore[arg-type]
             await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
 
         self.handler: ASGIRouteHandler = asgi(PATH, copy_scope=True, name="mcp")(mcp_endpoint)

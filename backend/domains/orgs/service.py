@@ -26,7 +26,7 @@ VOCABULARY_KINDS = frozenset({"memory_record", "thread"})
 def check_timezone(name: str, param: str = "timezone") -> str:
     try:
         ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a file name
         raise ValidationFailed(f"{name!r} is not an IANA time zone such as `Europe/Amsterdam`.", param=param) from None
     return name
 

@@ -27,6 +27,10 @@ def _image(block: dict[str, Any]) -> dict[str, Any]:
 
 
 def _items(index: int, message: dict[str, Any]) -> list[dict[str, Any]]:
+    for name in message:  # a message is `role` and `content`, as Anthropic's API has it; nothing else is read
+        if name not in ("role", "content"):
+            raise ValidationFailed(f"Unknown field `{name}` in a message; a message has `role` and `content`.",
+                                   param=f"messages[{index}].{name}")
     role = message.get("role")
     if role not in ("user", "assistant"):
         raise ValidationFailed("A message's role is `user` or `assistant`.", param=f"messages[{index}].role")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -12,6 +12,7 @@ from backend.errors import ValidationFailed
 from shared.schemas.turns import UsageQuery
 
 MAX_DAYS = 366
+EARLIEST, LATEST = date(2000, 1, 1), date(9999, 12, 30)  # date arithmetic near date.min/max would overflow
 
 
 def _totals(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -21,6 +22,9 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 async def report(ctx: RequestContext, query: UsageQuery) -> dict[str, Any]:
     ctx.require_management()
+    for name, day in (("from", query.from_), ("to", query.to)):
+        if day is not None and not EARLIEST <= day <= LATEST:
+            raise ValidationFailed(f"`{name}` is a day from {EARLIEST} to {LATEST}.", param=name)
     zone = str(ctx.org.get("timezone") or "UTC")
     today = datetime.now(UTC).astimezone(ZoneInfo(zone)).date()
     end = query.to or today
