@@ -18,6 +18,14 @@ import msgspec
 from shared.schemas.activity import ChangeQuery, DailyCounts, DailyQuery, RecordChangePage
 from shared.schemas.agents import AgentCreate, AgentOut, AgentPage, AgentPatch, AgentVersionOut, AgentVersionPage
 from shared.schemas.common import ErrorBody
+from shared.schemas.extraction import (
+    ExtractionSwitchIn,
+    ExtractionSwitchOut,
+    RunPage,
+    RunQueued,
+    WindowPage,
+    WindowQuery,
+)
 from shared.schemas.memory import (
     ErasureOut,
     MemoryBatch,
@@ -521,6 +529,30 @@ class CoreClient:
         page may still have a `next_cursor`; `searched_to` says how far back this page looked."""
         return self._call("GET", "/thread-items", SearchPage,
                           params={**query_params(query), "cursor": cursor, "limit": limit})
+
+    # ------------------------------------------------------------ extraction
+
+    def extraction_switch(self, index_id: str) -> ExtractionSwitchOut:
+        """`GET /memory/stores/{id}/extraction`: the switch, its state, last run and window counts."""
+        return self._call("GET", f"/memory/stores/{index_id}/extraction", ExtractionSwitchOut)
+
+    def set_extraction_switch(self, index_id: str, body: ExtractionSwitchIn) -> ExtractionSwitchOut:
+        """`PUT /memory/stores/{id}/extraction`: the sender becomes the switch's author."""
+        return self._call("PUT", f"/memory/stores/{index_id}/extraction", ExtractionSwitchOut, body=body)
+
+    def run_extraction(self, index_id: str) -> RunQueued:
+        """`POST …/extraction/run`: queue a run now (the switch must be active)."""
+        return self._call("POST", f"/memory/stores/{index_id}/extraction/run", RunQueued)
+
+    def extraction_runs(self, index_id: str, *, cursor: str | None = None, limit: int | None = None) -> RunPage:
+        return self._call("GET", f"/memory/stores/{index_id}/extraction/runs", RunPage,
+                          params={"cursor": cursor, "limit": limit})
+
+    def extraction_windows(self, index_id: str, query: WindowQuery | None = None, *, cursor: str | None = None,
+                           limit: int | None = None) -> WindowPage:
+        """`GET …/extraction/windows`: a page of windows with counts per state and error code, and buckets."""
+        return self._call("GET", f"/memory/stores/{index_id}/extraction/windows", WindowPage,
+                          params={**query_params(query or WindowQuery()), "cursor": cursor, "limit": limit})
 
     # ------------------------------------------------------------ models, turns and usage
 

@@ -183,7 +183,8 @@ def run_jobs(database_url: str, settings: Settings) -> Any:
 
     from backend.jobs.worker import run_worker
 
-    def run(concurrency: int = 2) -> None:
+    def run(concurrency: int = 1) -> None:  # with more, the worker stops at the first empty fetch while a job
+        # that queues others still runs (procrastinate's wait=False)
         asyncio.run(run_worker(database_url, settings, concurrency=concurrency, wait=False,
                                install_signal_handlers=False, listen_notify=False))
 

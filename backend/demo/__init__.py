@@ -36,9 +36,25 @@ def write_demo(base_url: str, transport: httpx.BaseTransport | None, credentials
 
 def create_demo(database_url: str, credentials: dict[str, Any], *, seed: int = DEFAULT_SEED,
                 anchor: date | None = None) -> Counter[str]:
-    """`write_demo` through the real app running in this process, on `database_url`."""
+    """`write_demo` through the real app running in this process, on `database_url`, then the job queue worked
+    until it is empty, so that the demo's extraction run has finished when this returns."""
     with in_process_api(database_url) as (base_url, transport):
-        return write_demo(base_url, transport, credentials, seed=seed, anchor=anchor)
+        counts = write_demo(base_url, transport, credentials, seed=seed, anchor=anchor)
+    work_the_queue(database_url)
+    return counts
 
 
-__all__ = ["DEFAULT_SEED", "STEPS", "Demo", "Step", "create_demo", "today", "write_demo"]
+def work_the_queue(database_url: str) -> None:
+    """A real worker in this process until no job may run now (the extraction run's plan and window jobs). One job
+    at a time: with more, procrastinate stops at the first empty fetch while the plan job is still queueing the
+    window jobs."""
+    import asyncio
+
+    from backend.config import get_settings
+    from backend.jobs.worker import run_worker
+
+    asyncio.run(run_worker(database_url, get_settings(), concurrency=1, wait=False, install_signal_handlers=False,
+                           listen_notify=False))
+
+
+__all__ = ["DEFAULT_SEED", "STEPS", "Demo", "Step", "create_demo", "today", "work_the_queue", "write_demo"]

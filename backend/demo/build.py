@@ -4,9 +4,8 @@ The organisation and its administrator come from `coremem bootstrap` (there is n
 organisation); everything after that is an ordinary API call through `shared.client.CoreClient`, so the demo
 passes the same checks, policies and audit trail as any application's writes. The work is a list of steps
 (`STEPS`), each a function of the shared `Demo`; a later step reads what an earlier one made (store and key
-ids) from it. The extraction part of the demo (a `replay` model whose recorded answers drive extraction runs
-over these threads, episodes, a lesson and a proposal) is one more step appended to `STEPS`, in a module of
-its own, once extraction exists.
+ids) from it. The last step (`extraction.py`) switches extraction on over these threads with a recorded model;
+the job queue's workers then write the records, episodes and lessons it finds.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from zoneinfo import ZoneInfo
 import httpx
 
 from backend.demo.conversations import ThreadSpec, thread_specs
+from backend.demo.extraction import extraction
 from backend.demo.people import Person, people
 from backend.demo.records import RecordSpec, personal_records, shared_records
 from backend.demo.settings import KEYS, STORES, TIMEZONE, VOCABULARY, key_body, org_patch
@@ -146,8 +146,7 @@ def threads(demo: Demo) -> None:
 
 
 Step = Callable[[Demo], None]
-# The extraction step (replay model, runs, episodes, a lesson, a proposal) joins at the end of this list.
-STEPS: list[Step] = [organisation, stores, keys, records, threads]
+STEPS: list[Step] = [organisation, stores, keys, records, threads, extraction]
 
 
 def build(demo: Demo, steps: list[Step] | None = None) -> Counter[str]:

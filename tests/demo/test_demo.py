@@ -114,8 +114,19 @@ def snapshot(api: TestClient[Any], made: dict[str, str]) -> dict[str, Any]:
     keys = sorted(json.dumps(named({k: key[k] for k in ("name", "capabilities", "memory", "policy", "status")}),
                              sort_keys=True) for key in _all(api, f"/tenants/{made['org_id']}/keys", admin))
     org = api.get(f"/tenants/{made['org_id']}", headers=admin).json()
+    extraction = {}
+    for index_id, name in stores.items():
+        switch = api.get(f"/memory/stores/{index_id}/extraction", headers=admin).json()
+        if switch.get("enabled"):
+            windows = api.get(f"/memory/stores/{index_id}/extraction/windows", headers=admin).json()
+            runs = _all(api, f"/memory/stores/{index_id}/extraction/runs", admin)
+            extraction[name] = {"model": switch["model"], "state": switch["state"], "windows": switch["windows"],
+                                "error_codes": windows["error_codes"],
+                                "runs": [{k: run[k] for k in ("trigger", "windows", "written", "confirmed", "failures")}
+                                         | {"finished": run["finished_at"] is not None} for run in runs]}
     return {"org": {k: org[k] for k in ("timezone", "capabilities", "improvements", "memory", "vocabulary")},
-            "indexes": indexes, "settings": settings, "records": records, "threads": sorted(threads), "keys": keys}
+            "indexes": indexes, "settings": settings, "records": records, "threads": sorted(threads), "keys": keys,
+            "extraction": extraction}
 
 
 @pytest.fixture(scope="module")
@@ -176,3 +187,19 @@ def test_plt_19_demo_refuses_a_name_that_exists(demo_database: str, made: dict[s
                                                 tmp_path: Path) -> None:
     again = _coremem(demo_database, tmp_path, "demo", "--org", "Demo A")
     assert again.returncode == 1 and "exists already" in again.stderr
+
+
+def test_plt_19_demo_extraction_run_finished_with_ready_and_failed_windows(
+        snapshots: dict[str, dict[str, Any]]) -> None:
+    """The recorded model read every thread through the job queue: records written, delivery windows failed."""
+    shot = snapshots["Demo A"]
+    support = shot["extraction"]["Customer support"]
+    assert support["state"] == "active" and support["model"] == "demo-extraction"
+    counts = support["windows"]
+    assert counts["ready"] >= 20 and counts["failed"] >= 3 and counts["queued"] == counts["parked"] == 0, counts
+    assert set(support["error_codes"]) == {"invalid_model_output"}
+    assert len(support["runs"]) == 1 and support["runs"][0]["finished"]
+    records = [json.loads(r) for r in shot["records"]]
+    extracted = [r for r in records if r["source"] == "extraction"]
+    assert len(extracted) >= 20 and all(r["subject"] for r in extracted)
+    assert any("turbo" in r["text"] for r in extracted) and any("terugbetaling" in r["text"] for r in extracted)

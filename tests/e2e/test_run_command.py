@@ -105,6 +105,11 @@ def test_plt_19_run_creates_the_demo_through_the_api_on_an_empty_database(runnin
         assert threads["threads"] >= 20 and threads["messages"]["assistant"] >= 20, threads
         stores = http.get("/indexes", headers={"Authorization": f"Bearer {key}"}).json()["data"]
         assert {s["name"] for s in stores} == {"Customer support", "People and payroll", "Sales"}
+        support = next(s["id"] for s in stores if s["name"] == "Customer support")
+        runs = http.get(f"/memory/stores/{support}/extraction/runs", headers=admin).json()["data"]
+        assert runs and runs[0]["finished_at"] and runs[0]["written"] > 0, runs  # the recorded model's run
+        windows = http.get(f"/memory/stores/{support}/extraction", headers=admin).json()["windows"]
+        assert windows["ready"] > 0 and windows["failed"] > 0, windows
         swagger = http.get("/schema/swagger")
         assert swagger.status_code == 200 and "swagger" in swagger.text.lower()
 
