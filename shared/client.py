@@ -18,6 +18,14 @@ import msgspec
 from shared.schemas.activity import ChangeQuery, DailyCounts, DailyQuery, RecordChangePage
 from shared.schemas.agents import AgentCreate, AgentOut, AgentPage, AgentPatch, AgentVersionOut, AgentVersionPage
 from shared.schemas.common import ErrorBody
+from shared.schemas.extraction import (
+    ExtractionSwitchIn,
+    ExtractionSwitchOut,
+    RunPage,
+    RunQueued,
+    WindowPage,
+    WindowQuery,
+)
 from shared.schemas.memory import (
     ErasureOut,
     MemoryBatch,
@@ -407,6 +415,33 @@ class CoreClient:
     def injection_preview(self, index_id: str, body: PreviewIn) -> PreviewOut:
         """The block a turn with that key for that person would get; audited, changes nothing."""
         return self._call("POST", f"/memory/stores/{index_id}/injection/preview", PreviewOut, body=body)
+
+    # ------------------------------------------------------------ extraction (EXT-2 … EXT-6)
+
+    def extraction_switch(self, index_id: str) -> ExtractionSwitchOut:
+        """The store's switch, its author, state, last run, window counts and most common failure."""
+        return self._call("GET", f"/memory/stores/{index_id}/extraction", ExtractionSwitchOut)
+
+    def set_extraction_switch(self, index_id: str, body: ExtractionSwitchIn | Mapping[str, Any]
+                              ) -> ExtractionSwitchOut:
+        """PUT the switch (on or off); the sender becomes its author. A mapping is sent as it is, so the API judges
+        its values and its 422 names the field."""
+        return self._call("PUT", f"/memory/stores/{index_id}/extraction", ExtractionSwitchOut, body=body)
+
+    def run_extraction(self, index_id: str) -> RunQueued:
+        """Queue a run now, without waiting for the schedule."""
+        return self._call("POST", f"/memory/stores/{index_id}/extraction/run", RunQueued)
+
+    def extraction_runs(self, index_id: str, *, cursor: str | None = None, limit: int | None = None) -> RunPage:
+        """The switch's runs, newest first, with per-run counts and durations."""
+        return self._call("GET", f"/memory/stores/{index_id}/extraction/runs", RunPage,
+                          params={"cursor": cursor, "limit": limit})
+
+    def extraction_windows(self, index_id: str, filters: WindowQuery | None = None, *, cursor: str | None = None,
+                           limit: int | None = None) -> WindowPage:
+        """A page of windows with counts per state and error code and windows finished per hour or day."""
+        return self._call("GET", f"/memory/stores/{index_id}/extraction/windows", WindowPage,
+                          params={**query_params(filters or WindowQuery()), "cursor": cursor, "limit": limit})
 
     # ------------------------------------------------------------ export (EXP-2, EXP-4)
 
