@@ -111,6 +111,7 @@ def errors_chart(errors: pl.DataFrame) -> None:
         x=alt.X("windows:Q", title="failed windows"), y=alt.Y("error_code:N", title=None, sort="-x"),
         tooltip=["error_code:N", "windows:Q"]).properties(height=max(60, 36 * errors.height))
     st.altair_chart(chart, width="stretch")
+    st.caption(" · ".join(f"`{code}` {n}" for code, n in errors.iter_rows()))
 
 
 def runs_chart(runs: pl.DataFrame, columns: list[str], name: str, title: str, *, bars: bool = False) -> None:
@@ -150,12 +151,18 @@ def failed_table(frame: pl.DataFrame, total: int) -> None:
     state = st.dataframe(frame, hide_index=True, key="extraction_failed", column_config=FAILED_COLUMNS,
                          on_select="rerun", selection_mode="single-row")
     rows = state.selection.rows if state is not None else []
-    if rows and rows[0] < frame.height:
-        thread_id = frame["thread"][rows[0]]
-        if st.button(f"Open thread {thread_id}", key="extraction_open_thread", icon=":material/forum:"):
-            st.session_state["threads_open_id"] = thread_id
-            st.session_state["threads_view"] = "Threads"
-            st.switch_page("app_pages/threads.py")
+    threads = list(dict.fromkeys(frame["thread"].to_list()))
+    selected = frame["thread"][rows[0]] if rows and rows[0] < frame.height else None
+    if selected is not None and st.session_state.get("extraction_selected") != selected:
+        st.session_state["extraction_selected"] = selected  # a newly selected row picks its thread below
+        st.session_state["extraction_thread"] = selected
+    pick, go = st.columns([3, 1], vertical_alignment="bottom")
+    thread_id = pick.selectbox("Thread of a failed window", threads, index=None, key="extraction_thread",
+                               placeholder="select a row above, or pick a thread here")
+    if go.button("Open thread", key="extraction_open_thread", icon=":material/forum:", disabled=thread_id is None):
+        st.session_state["threads_open_id"] = thread_id
+        st.session_state["threads_view"] = "Threads"
+        st.switch_page("app_pages/threads.py")
 
 
 # ---------------------------------------------------------------- the switch: view and editor
