@@ -117,7 +117,7 @@ def refresh() -> None:
                records.memory_page, records.matching_records, records.memory_record, records.memory_history,
                stores.store_settings, stores.settings_history, key_admin.key, key_admin.key_trail, people.holdings,
                extraction.switch, extraction.windows, extraction.runs, extraction.offered_models,
-               extraction.agent_names, previewer.agents):
+               extraction.agent_names, previewer.agents, records.response_agent):
         fn.clear()
     threads.forget_threads()
 

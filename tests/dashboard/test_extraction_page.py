@@ -3,34 +3,13 @@ scripted model): counts per state and reason, the failed windows' threads, the s
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.conftest import log_in, no_exception
 from tests.dashboard.extraction_seed import expected, seed_windows
 from tests.extraction.util import answer, conversation, new, new_store, run_now, switch_on
-
-RUNNABLE = ("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo' "
-            "AND (scheduled_at IS NULL OR scheduled_at <= now())")
-
-
-@pytest.fixture
-def drain(database_url: str, settings: Any, db: Any) -> Any:
-    """Real workers until no job that may run now is left (a run's plan queues its threads' read jobs)."""
-    from backend.jobs.worker import run_worker
-
-    def run() -> None:
-        for _ in range(20):
-            asyncio.run(run_worker(database_url, settings, concurrency=1, wait=False, install_signal_handlers=False,
-                                   listen_notify=False))
-            if db.execute(RUNNABLE).fetchone()[0] == 0:
-                return
-        raise AssertionError("jobs kept coming")
-
-    return run
 
 
 def open_page(app: AppTest, org: Any) -> AppTest:
