@@ -108,8 +108,9 @@ def errors_chart(errors: pl.DataFrame) -> None:
         st.caption("No window has failed.")
         return
     chart = alt.Chart(errors).mark_bar(color="#ff4b4b").encode(
-        x=alt.X("windows:Q", title="failed windows"), y=alt.Y("error_code:N", title=None, sort="-x"),
-        tooltip=["error_code:N", "windows:Q"]).properties(height=max(60, 36 * errors.height))
+        x=alt.X("windows:Q", title="failed windows"),
+        y=alt.Y("error_code:N", title=None, sort="-x", axis=alt.Axis(labelLimit=220)),
+        tooltip=["error_code:N", "windows:Q"]).properties(height=40 + 30 * errors.height)
     st.altair_chart(chart, width="stretch")
     st.caption(" · ".join(f"`{code}` {n}" for code, n in errors.iter_rows()))
 
@@ -118,6 +119,9 @@ def runs_chart(runs: pl.DataFrame, columns: list[str], name: str, title: str, *,
     st.markdown(f"**{title}**")
     if runs.is_empty():
         st.caption("No run yet.")
+        return
+    if all(int(runs[column].sum()) == 0 for column in columns):
+        st.caption(f"Nothing to draw: every one of the last {runs.height} runs counts 0 here.")
         return
     long = extraction.runs_long(runs, columns, name)
     base = alt.Chart(long)
