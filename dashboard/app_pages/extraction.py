@@ -109,7 +109,7 @@ def errors_chart(errors: pl.DataFrame) -> None:
         return
     chart = alt.Chart(errors).mark_bar(color="#ff4b4b").encode(
         x=alt.X("windows:Q", title="failed windows"),
-        y=alt.Y("error_code:N", title=None, sort="-x", axis=alt.Axis(labelLimit=220)),
+        y=alt.Y("error_code:N", title=None, sort="-x", axis=alt.Axis(labelLimit=220, labelOverlap=False)),
         tooltip=["error_code:N", "windows:Q"]).properties(height=40 + 30 * errors.height)
     st.altair_chart(chart, width="stretch")
     st.caption(" · ".join(f"`{code}` {n}" for code, n in errors.iter_rows()))
