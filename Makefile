@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http \
-	bench-turns bench-embed eval-search clean
+	bench-turns bench-embed bench-dashboard eval-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,9 @@ bench-http: $(STAMP)
 bench-embed: $(STAMP)
 	$(BIN)/python -m bench.embed
 
+bench-dashboard: $(STAMP)
+	$(BIN)/python -m bench.dashboard
+
 # Search quality on the labelled development set (tests/quality): full text only, hashing and local.
 eval-search: $(STAMP)
 	$(BIN)/python -m tests.quality.evaluate
@@ -66,7 +69,7 @@ eval-search: $(STAMP)
 bench-turns: $(STAMP)
 	$(BIN)/python -m bench.turns
 
-bench: bench-search bench-injection bench-export bench-http bench-turns bench-embed
+bench: bench-search bench-injection bench-export bench-http bench-turns bench-embed bench-dashboard
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

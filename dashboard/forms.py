@@ -117,7 +117,7 @@ def message_search(*, q: str, role: Role | None, thread_id: str, start: date | N
 
 
 def preview_body(*, person: str, attributes_json: str, nobody: bool, key_id: str | None, turn_input: str,
-                 store_override: bool = False) -> PreviewIn:
+                 store_override: bool = False, agent_id: str | None = None) -> PreviewIn:
     """The previewer's form as the API's request; bad attributes are refused in words before any call."""
     subject = None
     if not nobody:
@@ -131,7 +131,8 @@ def preview_body(*, person: str, attributes_json: str, nobody: bool, key_id: str
                 isinstance(v, list) and all(isinstance(x, str) for x in v) for v in attributes.values()):
             raise ValueError("Attributes map a name to a list of strings, such as {\"department\": [\"payroll\"]}.")
         subject = PreviewSubject(id=person.strip(), attributes=attributes)
-    return PreviewIn(subject=subject, key_id=key_id or None, input=turn_input or None, store_override=store_override)
+    return PreviewIn(subject=subject, key_id=key_id or None, agent_id=agent_id or None, input=turn_input or None,
+                     store_override=store_override)
 
 
 def record_changes(record: MemoryOut, *, text: str, confidence: float, priority: str, tags: str,

@@ -32,6 +32,7 @@ PLATFORM: list[PageSpec] = [
 MEMORY: list[PageSpec] = [
     PageSpec("app_pages/records.py", "Records", ":material/database:", "records", "DSH-3"),
     PageSpec("app_pages/stores.py", "Stores", ":material/tune:", "stores", "DSH-4"),
+    PageSpec("app_pages/extraction.py", "Extraction health", ":material/monitor_heart:", "extraction", "DSH-5"),
     PageSpec("app_pages/previewer.py", "Injection previewer", ":material/preview:", "previewer", "DSH-6"),
     PageSpec("app_pages/threads.py", "Threads", ":material/forum:", "threads", "DSH-7"),
 ]

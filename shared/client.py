@@ -416,6 +416,33 @@ class CoreClient:
         """The block a turn with that key for that person would get; audited, changes nothing."""
         return self._call("POST", f"/memory/stores/{index_id}/injection/preview", PreviewOut, body=body)
 
+    # ------------------------------------------------------------ extraction (EXT-2 … EXT-6)
+
+    def extraction_switch(self, index_id: str) -> ExtractionSwitchOut:
+        """The store's switch, its author, state, last run, window counts and most common failure."""
+        return self._call("GET", f"/memory/stores/{index_id}/extraction", ExtractionSwitchOut)
+
+    def set_extraction_switch(self, index_id: str, body: ExtractionSwitchIn | Mapping[str, Any]
+                              ) -> ExtractionSwitchOut:
+        """PUT the switch (on or off); the sender becomes its author. A mapping is sent as it is, so the API judges
+        its values and its 422 names the field."""
+        return self._call("PUT", f"/memory/stores/{index_id}/extraction", ExtractionSwitchOut, body=body)
+
+    def run_extraction(self, index_id: str) -> RunQueued:
+        """Queue a run now, without waiting for the schedule."""
+        return self._call("POST", f"/memory/stores/{index_id}/extraction/run", RunQueued)
+
+    def extraction_runs(self, index_id: str, *, cursor: str | None = None, limit: int | None = None) -> RunPage:
+        """The switch's runs, newest first, with per-run counts and durations."""
+        return self._call("GET", f"/memory/stores/{index_id}/extraction/runs", RunPage,
+                          params={"cursor": cursor, "limit": limit})
+
+    def extraction_windows(self, index_id: str, filters: WindowQuery | None = None, *, cursor: str | None = None,
+                           limit: int | None = None) -> WindowPage:
+        """A page of windows with counts per state and error code and windows finished per hour or day."""
+        return self._call("GET", f"/memory/stores/{index_id}/extraction/windows", WindowPage,
+                          params={**query_params(filters or WindowQuery()), "cursor": cursor, "limit": limit})
+
     # ------------------------------------------------------------ export (EXP-2, EXP-4)
 
     def export_records(self, sink: IO[bytes], filters: MemoryQuery | None = None, *,
@@ -529,30 +556,6 @@ class CoreClient:
         page may still have a `next_cursor`; `searched_to` says how far back this page looked."""
         return self._call("GET", "/thread-items", SearchPage,
                           params={**query_params(query), "cursor": cursor, "limit": limit})
-
-    # ------------------------------------------------------------ extraction
-
-    def extraction_switch(self, index_id: str) -> ExtractionSwitchOut:
-        """`GET /memory/stores/{id}/extraction`: the switch, its state, last run and window counts."""
-        return self._call("GET", f"/memory/stores/{index_id}/extraction", ExtractionSwitchOut)
-
-    def set_extraction_switch(self, index_id: str, body: ExtractionSwitchIn) -> ExtractionSwitchOut:
-        """`PUT /memory/stores/{id}/extraction`: the sender becomes the switch's author."""
-        return self._call("PUT", f"/memory/stores/{index_id}/extraction", ExtractionSwitchOut, body=body)
-
-    def run_extraction(self, index_id: str) -> RunQueued:
-        """`POST …/extraction/run`: queue a run now (the switch must be active)."""
-        return self._call("POST", f"/memory/stores/{index_id}/extraction/run", RunQueued)
-
-    def extraction_runs(self, index_id: str, *, cursor: str | None = None, limit: int | None = None) -> RunPage:
-        return self._call("GET", f"/memory/stores/{index_id}/extraction/runs", RunPage,
-                          params={"cursor": cursor, "limit": limit})
-
-    def extraction_windows(self, index_id: str, query: WindowQuery | None = None, *, cursor: str | None = None,
-                           limit: int | None = None) -> WindowPage:
-        """`GET …/extraction/windows`: a page of windows with counts per state and error code, and buckets."""
-        return self._call("GET", f"/memory/stores/{index_id}/extraction/windows", WindowPage,
-                          params={**query_params(query or WindowQuery()), "cursor": cursor, "limit": limit})
 
     # ------------------------------------------------------------ models, turns and usage
 

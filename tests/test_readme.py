@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 TOUR_HEADING = "## The API with curl"
 SPEC_ID = re.compile(r"\b(?:PLT|MEM|INJ|EXT|THR|TRN|DSH|EXP)-\d+")
-SCREENSHOTS = ["overview", "records", "stores", "previewer", "threads", "audit", "keys", "people", "indexes"]
+SCREENSHOTS = ["overview", "records", "stores", "previewer", "threads", "audit", "keys", "people", "indexes",
+               "extraction"]
 
 
 def curl_tour(text: str | None = None) -> str:

@@ -3,10 +3,11 @@ trends of the last 30 days, and the latest audit events."""
 
 from __future__ import annotations
 
+import polars as pl
 import streamlit as st
 
 from dashboard import components, data
-from dashboard.data import overview
+from dashboard.data import extraction, overview
 
 TREND_DAYS = 30
 LATEST_SHOWN = 20
@@ -41,8 +42,27 @@ else:
     st.dataframe(indexes, hide_index=True, key="overview_indexes",
                  column_config={"created_at": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD")})
 
-# EXTRACTION (comes with the extraction API): each store's extraction state as a badge with its one-line fix, and
-# a stacked chart of extraction windows by state per day, go here. Nothing is shown until that API exists.
+st.subheader("Extraction")
+extraction_states = extraction.store_states(client, data.names(indexes))
+if indexes.is_empty():
+    components.empty_state("No extraction yet: a model reads conversations into the records of a store, and there is "
+                           "no store yet.")
+elif (extraction_states["state"] == extraction.NOT_SET).all():
+    components.empty_state("No store has extraction set up: a model could read the conversations and write what it "
+                           "learns as memory records. Set it up for a store.",
+                           ("app_pages/extraction.py", "Set up extraction", ":material/monitor_heart:"),
+                           key="overview_go_extraction")
+else:
+    for row in extraction_states.iter_rows(named=True):
+        name, badge, fix, go = st.columns([2, 2, 6, 2], vertical_alignment="center")
+        name.markdown(f"**{row['store']}**")
+        with badge:
+            st.badge(row["label"], color=row["colour"], icon=":material/circle:")
+        fix.caption(row["fix"] + (f" {row['failed']} failed windows." if row["failed"] else ""))
+        if go.button("Open", key=f"overview_extraction_{row['index_id']}", icon=":material/monitor_heart:",
+                     help="The store's extraction health"):
+            st.session_state["extraction_store"] = row["index_id"]
+            st.switch_page("app_pages/extraction.py")
 
 st.subheader("Memory records")
 if indexes.is_empty():
@@ -99,6 +119,14 @@ with messages_chart:
         st.caption("No message was written in these days.")
     else:
         components.daily_chart(trends.messages, trends.days, colour="role", counted="messages")
+st.markdown("**Extraction windows** — by the state they ended in")
+switched_on = extraction_states.filter(pl.col("state") != extraction.NOT_SET)["index_id"].to_list()
+extraction_days = extraction.windows_per_day(client, switched_on, TREND_DAYS, tz)
+if extraction_days.is_empty():
+    st.caption("No extraction window was read in these days." if switched_on else
+               "No store has extraction set up, so no window was read.")
+else:
+    components.daily_chart(extraction_days, trends.days, colour="state", counted="windows")
 st.markdown("**Audit events** — by action")
 changes_only = st.toggle("Changes only", value=True, key="overview_changes_only",
                          help="Leave out reads (of records, threads, the trail, previews), which every page visit "

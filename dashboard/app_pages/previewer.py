@@ -43,7 +43,7 @@ def person_inputs(suffix: str, label: str) -> tuple[str, str, bool]:
 
 
 with st.form("preview_form", border=True):
-    top = st.columns(2)
+    top = st.columns(3)
     store_names = data.names(stores)
     index_id = top[0].selectbox("Store", list(store_names), format_func=lambda i: f"{store_names[i]} ({i})",
                                 key="preview_store")
@@ -51,6 +51,10 @@ with st.form("preview_form", border=True):
     key_id = top[1].selectbox("Key", list(key_names), format_func=lambda k: key_names[k] if not k else
                               f"{key_names[k]} ({k})", key="preview_key",
                               help="The key whose policy and injection block a turn would use.")
+    agent_names = {"": "none"} | previewer.agents(client)
+    agent_id = top[2].selectbox("Agent", list(agent_names), format_func=lambda a: agent_names[a] if not a else
+                                f"{agent_names[a]} ({a})", key="preview_agent",
+                                help="An agent's injection block replaces the key's, as in that agent's turns.")
     people = [person_inputs("", "Person id" if not compare else "First person's id")]
     if compare:
         people.append(person_inputs("_b", "Second person's id"))
@@ -67,7 +71,7 @@ if submitted:
         previews = []
         for person, attributes, nobody in people:
             body = forms.preview_body(person=person, attributes_json=attributes, nobody=nobody, key_id=key_id,
-                                      turn_input=turn_input, store_override=override)
+                                      turn_input=turn_input, store_override=override, agent_id=agent_id)
             previews.append((person.strip() if not nobody else "nobody", previewer.run_preview(client, index_id,
                                                                                                body)))
         st.session_state["preview_result"] = previews

@@ -118,6 +118,7 @@ except ApiError as err:
 st.divider()
 st.subheader(f"Record `{record.id}`")
 components.record_summary(record, store_names.get(record.index_id, record.index_id), tz)
+st.markdown(f"**Written by** {records.written_by(client, record, history)}")
 
 view, timeline, edit = st.tabs(["Every field", "History", "Edit, verify, delete"])
 with view:

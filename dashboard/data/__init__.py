@@ -102,19 +102,22 @@ def choose_org(value: str | None) -> None:
     client().org_id = value
     st.session_state[ORG] = value
     for key in [k for k in st.session_state if str(k).startswith(("audit_", "records_", "stores_", "threads_", "keys_",
-                                                                   "people_", "indexes_", "overview_", "preview_"))]:
+                                                                   "people_", "indexes_", "overview_", "preview_",
+                                                                   "extraction_"))]:
         del st.session_state[key]
 
 
 def refresh() -> None:
     """Forget the cached answers so the next run asks the API again."""
     # The page modules import this package, so this package imports them only when asked to forget.
-    from dashboard.data import audit, key_admin, overview, people, records, stores, threads
+    from dashboard.data import audit, extraction, key_admin, overview, people, previewer, records, stores, threads
 
     for fn in (organisations, org_timezone, indexes, keys, audit.audit_page, audit.changes_page, chain_status,
                overview.latest_events, overview.trends, overview.store_counts, overview.thread_counts,
                records.memory_page, records.matching_records, records.memory_record, records.memory_history,
-               stores.store_settings, stores.settings_history, key_admin.key, key_admin.key_trail, people.holdings):
+               stores.store_settings, stores.settings_history, key_admin.key, key_admin.key_trail, people.holdings,
+               extraction.switch, extraction.windows, extraction.runs, extraction.offered_models,
+               extraction.agent_names, previewer.agents, records.response_agent):
         fn.clear()
     threads.forget_threads()
 

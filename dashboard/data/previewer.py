@@ -6,7 +6,7 @@ from typing import Any
 
 import polars as pl
 
-from dashboard.data import keys
+from dashboard.data import _cached, keys
 from shared.client import CoreClient
 from shared.schemas.stores import PreviewIn, PreviewOut
 
@@ -15,6 +15,12 @@ LEFT_OUT_SCHEMA: dict[str, Any] = {"id": pl.String, "section": pl.String, "type"
 
 def active_keys(client: CoreClient, org: str) -> pl.DataFrame:
     return keys(client, org).filter(pl.col("status") == "active")
+
+
+@_cached
+def agents(client: CoreClient) -> dict[str, str]:
+    """The organisation's agents, id to name (a preview may mirror an agent's turns)."""
+    return {a.id: a.name for a in client.all_agents()}
 
 
 def run_preview(client: CoreClient, index_id: str, body: PreviewIn) -> PreviewOut:

@@ -11,7 +11,7 @@ import polars as pl
 
 from dashboard.data import SHARED, _cached
 from dashboard.data.overview import store_counts
-from shared.client import CoreClient
+from shared.client import ApiError, CoreClient
 from shared.schemas.memory import MemoryHistory, MemoryOut, MemoryQuery
 
 # Record types the filter offers; any other lowercase name can be typed in.
@@ -96,6 +96,38 @@ def history_frame(history: MemoryHistory, tz: str) -> pl.DataFrame:
                                        "confidence": pl.Float64, "status": pl.String, "verified": pl.Boolean,
                                        "tags": pl.List(pl.String), "priority": pl.String})
     return frame.with_columns(pl.col("at").dt.convert_time_zone(tz))
+
+
+ACTORS = {"key": "key", "admin": "administrator", "subject": "person (with a subject token)", "system": "the platform"}
+
+
+@_cached
+def response_agent(client: CoreClient, response_id: str) -> str | None:
+    """The agent that answered in a turn (`GET /responses/{id}`); None when no agent did or the turn is gone."""
+    try:
+        return client.response(response_id).agent_id
+    except ApiError:
+        return None
+
+
+def written_by(client: CoreClient, record: MemoryOut, history: MemoryHistory) -> str:
+    """Who wrote the record, in words, from what the API answers: its source, its first version's actor and its
+    provenance (the turn's agent, or the extraction window)."""
+    first = history.versions[0] if history.versions else None
+    actor = f"{ACTORS[first.actor.type]} `{first.actor.id}`" if first and first.actor.id else (
+        ACTORS[first.actor.type] if first else "unknown")
+    provenance = record.provenance or {}
+    if record.source == "extraction":
+        window, thread = provenance.get("window_id"), provenance.get("thread_id")
+        return "extraction" + (f", reading window `{window}` of thread `{thread}`" if window and thread else "")
+    if record.source == "model":
+        response = provenance.get("response_id")
+        agent = response_agent(client, str(response)) if response else None
+        return (f"a model's write tool, with {actor}" + (f" and agent `{agent}`" if agent else "")
+                + (f" in response `{response}`" if response else ""))
+    if record.source == "maintenance":
+        return "maintenance (the platform's own upkeep)"
+    return actor
 
 
 def thread_ids(provenance: dict[str, Any] | None) -> list[str]:

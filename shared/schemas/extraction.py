@@ -55,6 +55,8 @@ class RunOut(Model):
     dropped: int
     failures: int
     duration_ms: int | None
+    input_tokens: int  # model tokens of the calls that finished its windows
+    output_tokens: int
 
 
 class ExtractionSwitchOut(Model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -78,3 +79,23 @@ def _free_port_closed() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+RUNNABLE = ("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo' "
+            "AND (scheduled_at IS NULL OR scheduled_at <= now())")
+
+
+@pytest.fixture
+def drain(database_url: str, settings: Any, db: Any) -> Any:
+    """Real workers until no job that may run now is left (a run's plan queues its threads' read jobs)."""
+    from backend.jobs.worker import run_worker
+
+    def run() -> None:
+        for _ in range(20):
+            asyncio.run(run_worker(database_url, settings, concurrency=1, wait=False, install_signal_handlers=False,
+                                   listen_notify=False))
+            if db.execute(RUNNABLE).fetchone()[0] == 0:
+                return
+        raise AssertionError("jobs kept coming")
+
+    return run

@@ -98,3 +98,24 @@ def test_dsh_6_compare_two_people_side_by_side_with_the_shared_share(app, org, c
     tables = [d.value for d in at.dataframe if "line" in d.value.columns]
     assert [sorted(zip(t["section"], t["owner"], strict=True)) for t in tables] == [
         sorted((r["section"], r["owner"] or "shared") for r in expected[who]["records"]) for who in ("anna", "bob")]
+
+
+def test_dsh_6_an_agents_block_is_previewed_when_the_agent_is_picked(app, org, client, scripted):
+    index_id = _store(client, org)
+    blockless = org.make_key(["knowledge", "memory"], name="blockless")
+    agent = client.post("/agents", headers=org.admin, json={"name": "helpdesk", "model": "scripted",
+                                                            "instructions": "Answer briefly.",
+                                                            "memory_injection": {"index_id": index_id}})
+    assert agent.status_code == 201, agent.text
+    expected = client.post(f"/memory/stores/{index_id}/injection/preview", headers=org.admin, json={
+        "subject": {"id": "anna"}, "key_id": blockless["id"], "agent_id": agent.json()["id"]}).json()
+    at = _open(app, org)
+    at.selectbox(key="preview_key").select(blockless["id"])
+    at.text_input(key="preview_person").input("anna")
+    at.button(key="preview_submit").click().run()
+    assert not at.code  # the key alone injects nothing
+    at.selectbox(key="preview_agent").select(agent.json()["id"])
+    at.button(key="preview_submit").click().run()
+    assert not at.exception and not at.error
+    assert [c.value for c in at.code] == [expected["block"]]
+    assert "Has a dog named Rex" in expected["block"]

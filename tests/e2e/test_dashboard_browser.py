@@ -17,12 +17,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from dashboard import navigation
+from tests.dashboard.extraction_seed import seed_windows
 from tests.helpers import Org, bearer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +40,8 @@ MAX_SHOT_HEIGHT = 4000
 SPEC_ID = re.compile(r"\b(PLT|MEM|INJ|EXT|THR|TRN|DSH|EXP)-\d+")
 # The documentation's screenshot of each page, by the page's url path.
 DOC_NAMES = {"overview": "overview", "records": "records", "stores": "stores", "previewer": "previewer",
-             "threads": "threads", "audit": "audit", "keys": "keys", "people": "people", "indexes": "indexes"}
+             "threads": "threads", "audit": "audit", "keys": "keys", "people": "people", "indexes": "indexes",
+             "extraction": "extraction"}
 # Labels of primary buttons whose text does not fit its box: Streamlit then cuts the label ("S…", or nothing but
 # the icon) and the label's box scrolls (its scrollWidth exceeds its clientWidth, which may be 0).
 CUT_PRIMARY_BUTTONS = """() => Array.from(document.querySelectorAll('button[data-testid^="stBaseButton-primary"]'))
@@ -127,9 +130,10 @@ def open_page(page: Page, title: str) -> None:
     settle(page)
 
 
-def seed(org: Org) -> dict[str, str]:
+def seed(org: Org, db: Any) -> dict[str, str]:
     """Something on every page: two stores with personal and shared records, a changed setting, a second key,
-    a thread with a tool call and a note, and so audit events and trends."""
+    a thread with a tool call and a note, an extraction switch with windows and runs, and so audit events and
+    trends."""
     index = org.client.post("/indexes", json={"name": "handbook"}, headers=org.full)
     assert index.status_code == 201
     index_id = index.json()["id"]
@@ -162,6 +166,13 @@ def seed(org: Org) -> dict[str, str]:
                           headers=bearer(org.key, "anna")).status_code == 200
     state = org.client.put(f"/threads/{thread_id}/state", json={"state": {"step": "refund"}}, headers=org.full)
     assert state.status_code == 200, state.text
+    offered = org.client.post("/admin/models", headers=org.admin, json={"id": "recorded", "provider": "replay",
+                                                                        "model": "demo"})
+    assert offered.status_code == 201, offered.text
+    switch = org.client.put(f"/memory/stores/{index_id}/extraction", headers=org.full,
+                            json={"enabled": True, "model": "recorded", "instructions": "Note what people prefer."})
+    assert switch.status_code == 200, switch.text
+    seed_windows(db, org.org_id, index_id, 600, thread_id)  # no worker here: windows and runs straight in SQL
     return {"index_id": index_id, "record_id": record_id, "thread_id": thread_id}
 
 
@@ -235,11 +246,11 @@ def prepare_steps(seeded: dict[str, str]) -> dict[str, Callable[[Page], None]]:
             "threads": open_the_thread(seeded["thread_id"]), "stores": review_a_change}
 
 
-def test_dsh_11_browser_logs_in_and_opens_every_page(dashboard_url: str, org: Org) -> None:
+def test_dsh_11_browser_logs_in_and_opens_every_page(dashboard_url: str, org: Org, db: Any) -> None:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing; install Debian's chromium (apt-get install -y chromium) "
                     "or point CORE_CHROMIUM at a Chromium binary")
-    seeded = seed(org)
+    seeded = seed(org, db)
     pages = navigation.all_pages()
     assert {p.url_path for p in pages} == set(DOC_NAMES), "every page has its documentation screenshot"
 

@@ -236,3 +236,34 @@ def test_ext_7_the_scheduler_starts_due_runs(client, org, db, scripted, run_jobs
                                                            args={"timestamp": 1}))
     run_jobs()
     assert len(client.get(f"/memory/stores/{index_id}/extraction/runs", headers=org.full).json()["data"]) == 1
+
+
+def test_ext_4_each_run_reports_the_tokens_of_the_calls_that_finished_its_windows(client, org, db, scripted,
+                                                                                  run_jobs):
+    index_id = new_store(org)
+    conversation(org, "anna", ("user", "I moved to Utrecht last month."))
+    switch_on(org, index_id)
+    scripted.reply(answer(new("fact", "Lives in Utrecht.")), usage=(300, 40))
+    first = run_now(org, index_id)
+    run_jobs()
+    conversation(org, "bert", ("user", "I like tea."))
+    scripted.reply("not json", usage=(200, 5))
+    second = run_now(org, index_id)
+    run_jobs()
+    runs = {r["id"]: r for r in org.client.get(f"/memory/stores/{index_id}/extraction/runs",
+                                               headers=org.full).json()["data"]}
+    assert [(runs[r]["failures"], runs[r]["input_tokens"], runs[r]["output_tokens"]) for r in (first, second)] == [
+        (0, 300, 40), (1, 200, 5)]
+    scripted.reply(answer(new("preference", "Likes tea.")), usage=(120, 9))
+    switch_on(org, index_id, instructions="Note what people like.")  # the failed window is queued again
+    run_jobs()
+    response = org.client.get(f"/memory/stores/{index_id}/extraction/runs", headers=org.full)
+    assert response.status_code == 200, response.text
+    runs = {r["id"]: r for r in response.json()["data"]}
+    requeue = next(r for r in runs.values() if r["trigger"] == "requeue")
+    assert (requeue["windows"], requeue["written"], requeue["input_tokens"], requeue["output_tokens"]) == (
+        1, 1, 120, 9)
+    # The window moved to the run that queued it again; the call that failed it stays in the usage report only.
+    assert (runs[second]["windows"], runs[second]["input_tokens"]) == (0, 0)
+    assert (runs[first]["input_tokens"], runs[first]["output_tokens"]) == (300, 40)
+    assert db.execute("SELECT sum(input_tokens) FROM usage_events WHERE job = 'extraction'").fetchone()[0] == 620

@@ -222,7 +222,9 @@ def test_trn_5_a_turn_on_an_agent_uses_its_model_instructions_block_and_state_sc
     assert refused["error"] and "working_state_schema" in refused["error"] and refused["output"] == ""
     assert json.loads(accepted["output"]) == {"version": 1, "size": len('{"step":2}')}
     assert client.get(f"/threads/{answer['thread_id']}/state", headers=anna(org, key)).json()["state"] == {"step": 2}
-    trace = client.get(f"/responses/{answer['id']}", headers=anna(org, key)).json()["trace"]
+    read = client.get(f"/responses/{answer['id']}", headers=anna(org, key)).json()
+    assert (read["agent_id"], read["agent_version"]) == (agent_id, 1)  # kept with the response, not only answered
+    trace = read["trace"]
     assert trace["agent"] == {"id": agent_id, "version": 1}
     both = {"model": "scripted", "agent_id": agent_id, "input": "x"}
     assert_error(client.post("/responses", headers=anna(org, key), json=both), 422, param="model")

@@ -154,12 +154,23 @@ def _run_counts() -> Any:
             .where(w.c.org_id == RUN.c.org_id, w.c.run_id == RUN.c.id).lateral("counts"))
 
 
+def _run_tokens() -> Any:
+    """Model tokens of a run: the extraction usage rows written in the transactions that finished its windows (a
+    window's usage row and its finish share one transaction, so one `now()`)."""
+    finished = select(WIN.c.finished_at).where(WIN.c.org_id == RUN.c.org_id, WIN.c.run_id == RUN.c.id,
+                                               WIN.c.finished_at.is_not(None)).correlate(RUN)
+    return (select(func.coalesce(func.sum(USAGE.c.input_tokens), 0).label("input_tokens"),
+                   func.coalesce(func.sum(USAGE.c.output_tokens), 0).label("output_tokens"))
+            .where(USAGE.c.org_id == RUN.c.org_id, USAGE.c.job == "extraction", USAGE.c.created_at.in_(finished))
+            .lateral("tokens"))
+
+
 async def runs_page(db: AsyncSession, org_id: str, index_id: str, before_id: str | None,
                     limit: int) -> list[dict[str, Any]]:
     """Runs newest first with their windows' counts (one lateral aggregate per run of the page)."""
-    counts = _run_counts()
-    query = (select(RUN.c.id, RUN.c.trigger, RUN.c.started_at, RUN.c.planned_at, counts)
-             .select_from(RUN.join(counts, literal(True)))
+    counts, tokens = _run_counts(), _run_tokens()
+    query = (select(RUN.c.id, RUN.c.trigger, RUN.c.started_at, RUN.c.planned_at, counts, tokens)
+             .select_from(RUN.join(counts, literal(True)).join(tokens, literal(True)))
              .where(RUN.c.org_id == org_id, RUN.c.index_id == index_id))
     if before_id is not None:
         query = query.where(RUN.c.id < before_id)

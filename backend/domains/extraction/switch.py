@@ -135,7 +135,8 @@ def run_document(row: dict[str, Any]) -> dict[str, Any]:
     return {"id": row["id"], "trigger": row["trigger"], "started_at": row["started_at"], "finished_at": finished,
             "windows": row["windows"], "windows_read": row["windows_read"], "written": int(row["written"]),
             "confirmed": int(row["confirmed"]), "replaced": int(row["replaced"]), "dropped": int(row["dropped"]),
-            "failures": row["failures"], "duration_ms": duration}
+            "failures": row["failures"], "duration_ms": duration, "input_tokens": int(row["input_tokens"]),
+            "output_tokens": int(row["output_tokens"])}
 
 
 async def _switch(ctx: RequestContext, index_id: str) -> dict[str, Any]:
