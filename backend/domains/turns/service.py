@@ -140,6 +140,7 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     await repo.insert_response(ctx.db, {
         "org_id": ctx.org_id, "id": turn.id, "thread_id": turn.thread_id, "key_id": ctx.principal.key_id,
         "subject": ctx.person, "model": spec.id, "status": "in_progress", "metadata": body.metadata,
+        "agent_id": turn.agent.id if turn.agent else None, "agent_version": turn.agent.version if turn.agent else None,
         "idempotency_owner": _idempotency_owner(ctx) if idempotency_key else None,
         "idempotency_key": idempotency_key, "request_digest": _digest(body) if idempotency_key else None,
         "created_at": turn.created_at})
