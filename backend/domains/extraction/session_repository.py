@@ -67,3 +67,12 @@ async def nearest_lesson(db: AsyncSession, org_id: str, index_id: str, subject: 
              .order_by(similarity.desc()).limit(1))
     row = (await db.execute(query)).first()
     return str(row.id) if row is not None and float(row.similarity) >= threshold else None
+
+
+async def switch_types(db: AsyncSession, org_id: str, index_ids: Sequence[str]) -> dict[str, list[str]]:
+    """The `types` of the stores' extraction switches (on or off), for the write tool (MEM-21)."""
+    if not index_ids:
+        return {}
+    query = select(SW.c.index_id, SW.c.types).where(SW.c.org_id == org_id,
+                                                     SW.c.index_id == func.any(literal(list(index_ids), ARRAY(Text))))
+    return {r.index_id: list(r.types) for r in (await db.execute(query)).all()}
