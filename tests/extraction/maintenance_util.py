@@ -35,9 +35,16 @@ def write(org: Any, index_id: str, person: str | None, text: str, type_: str = "
 
 
 def maintain(database_url: str, run_jobs: Any, n: int = 0) -> None:
-    """Queue the maintenance job (as its periodic schedule does) and run the worker until it is done."""
+    """Queue the maintenance job (as its periodic schedule does) and run the worker until it is done. Every store
+    is made due first: a worker's own periodic schedule may have run a pass already."""
+    from sqlalchemy import text
+
     from backend.jobs.maintenance import TASK
 
+    async def due(session: Any) -> None:
+        await session.execute(text("UPDATE store_settings SET last_maintenance_run_at = NULL"))
+
+    in_transaction(database_url, due)
     in_transaction(database_url, lambda s: job_queue.defer(s, task=TASK, queue="maintenance",
                                                            args={"timestamp": n}))
     run_jobs()

@@ -86,7 +86,6 @@ def test_ext_15_apply_dismiss_and_erasure(client, org, db, scripted, run_jobs, d
     dismissed = client.post(f"/memory/proposals/{parking['id']}/dismiss", headers=org.admin)
     assert dismissed.status_code == 200 and dismissed.json()["status"] == "dismissed"
     assert proposals(org) == []
-    db.execute("UPDATE store_settings SET last_maintenance_run_at = NULL")
     maintain(database_url, run_jobs, 1)
     assert proposals(org) == []  # a dismissed proposal is not made again
     actions = [r[0] for r in db.execute("SELECT action FROM audit_events WHERE action LIKE 'memory.proposal%' "

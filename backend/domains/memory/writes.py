@@ -259,6 +259,9 @@ async def verify(ctx: RequestContext, record_id: str) -> dict[str, Any]:
     memory_scope(ctx)
     ctx.require_admin()
     current = await reachable_record(ctx, record_id, for_update=True)
+    if current["type"] == "lesson" and current["source"] == "maintenance":
+        raise Conflict("A lesson maintenance drew from a person's episodes is never verified (EXT-14).", param="id",
+                       code="maintenance_lesson")
     if not current["verified"]:
         await repo.update_record(ctx.db, ctx.org_id, record_id, {"verified": True}, touch=False, bump=True)
         await repo.snapshot_versions(ctx.db, ctx.org_id, [record_id], action="verified", actor_type=ctx.actor.type,
