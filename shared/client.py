@@ -18,6 +18,14 @@ import msgspec
 from shared.schemas.activity import ChangeQuery, DailyCounts, DailyQuery, RecordChangePage
 from shared.schemas.agents import AgentCreate, AgentOut, AgentPage, AgentPatch, AgentVersionOut, AgentVersionPage
 from shared.schemas.common import ErrorBody
+from shared.schemas.extraction import (
+    ExtractionSwitchIn,
+    ExtractionSwitchOut,
+    RunPage,
+    RunQueued,
+    WindowPage,
+    WindowQuery,
+)
 from shared.schemas.memory import (
     ErasureOut,
     MemoryBatch,
@@ -53,6 +61,7 @@ from shared.schemas.platform import (
     SubjectTokenIn,
     SubjectTokenOut,
 )
+from shared.schemas.proposals import ProposalOut, ProposalPage, ProposalQuery
 from shared.schemas.stores import PreviewIn, PreviewOut, StoreSettingsOut, StoreSettingsPatch
 from shared.schemas.threads import (
     ItemSearchQuery,
@@ -482,6 +491,40 @@ class CoreClient:
         A mapping is sent as it is, so the API judges it and its 422 names the field (`injection.rank`).
         """
         return self._call("PATCH", f"/memory/stores/{index_id}", StoreSettingsOut, body=changes)
+
+    # ---- extraction (EXT-2 … EXT-4) and promotion proposals (EXT-15)
+
+    def extraction_switch(self, index_id: str) -> ExtractionSwitchOut:
+        return self._call("GET", f"/memory/stores/{index_id}/extraction", ExtractionSwitchOut)
+
+    def set_extraction_switch(self, index_id: str, body: ExtractionSwitchIn | Mapping[str, Any]
+                              ) -> ExtractionSwitchOut:
+        """Sets the switch whole (on or off); the caller becomes its author."""
+        return self._call("PUT", f"/memory/stores/{index_id}/extraction", ExtractionSwitchOut, body=body)
+
+    def run_extraction(self, index_id: str) -> RunQueued:
+        return self._call("POST", f"/memory/stores/{index_id}/extraction/run", RunQueued)
+
+    def extraction_runs(self, index_id: str, *, cursor: str | None = None, limit: int | None = None) -> RunPage:
+        return self._call("GET", f"/memory/stores/{index_id}/extraction/runs", RunPage,
+                          params={"cursor": cursor, "limit": limit})
+
+    def extraction_windows(self, index_id: str, filters: WindowQuery | None = None, *, cursor: str | None = None,
+                           limit: int | None = None) -> WindowPage:
+        params = {**query_params(filters or WindowQuery()), "cursor": cursor, "limit": limit}
+        return self._call("GET", f"/memory/stores/{index_id}/extraction/windows", WindowPage, params=params)
+
+    def proposals(self, filters: ProposalQuery | None = None, *, cursor: str | None = None,
+                  limit: int | None = None) -> ProposalPage:
+        """Promotion proposals (each read is audited by the API); evidence lists only records the caller sees."""
+        params = {**query_params(filters or ProposalQuery()), "cursor": cursor, "limit": limit}
+        return self._call("GET", "/memory/proposals", ProposalPage, params=params)
+
+    def apply_proposal(self, proposal_id: str) -> ProposalOut:
+        return self._call("POST", f"/memory/proposals/{proposal_id}/apply", ProposalOut)
+
+    def dismiss_proposal(self, proposal_id: str) -> ProposalOut:
+        return self._call("POST", f"/memory/proposals/{proposal_id}/dismiss", ProposalOut)
 
     # ---- threads (DSH-7)
     # Every one of these reads is audited by the API as `thread.read` when an administrator makes it (PLT-2).
