@@ -27,7 +27,9 @@ JUDGE_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["g
 
 
 def analyses_on(org: Mapping[str, Any], sections: Any) -> bool:
-    return bool((org.get("improvements") or {}).get("enabled")) and bool(sections.promotion.enabled)
+    """The organisation holds `improvements` and has `improvements.enabled` on, and the store asks for promotion."""
+    return ("improvements" in (org.get("capabilities") or []) and bool((org.get("improvements") or {}).get("enabled"))
+            and bool(sections.promotion.enabled))
 
 
 async def _propose(ctx: RequestContext, index_id: str, type_: str, text: str, norm_hash: str, basis: str,
