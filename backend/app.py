@@ -28,6 +28,7 @@ from backend.domains.keys.controller import KeyController, OwnKeyController
 from backend.domains.memory.controller import MemoryController
 from backend.domains.models.controller import AdminModelController, ModelController
 from backend.domains.orgs.controller import AdminController, OrgController
+from backend.domains.proposals.controller import ProposalController
 from backend.domains.stores.controller import StoreController
 from backend.domains.subjects.controller import SubjectController
 from backend.domains.threads.controller import ThreadController, ThreadItemSearchController
@@ -106,7 +107,8 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
     return Litestar(
         route_handlers=[health, ready, AdminController, OrgController, KeyController, OwnKeyController,
                         IndexController, AuditController, StoreController, ThreadController,
-                        ThreadItemSearchController, ExportController, MemoryController, ToolController,
+                        ThreadItemSearchController, ExportController, ProposalController, MemoryController,
+                        ToolController,
                         SubjectController, ModelController, AdminModelController, UsageController,
                         ResponseController, MessagesController, AgentController, ActivityController,
                         ExtractionController, mcp.handler],

@@ -61,6 +61,7 @@ from shared.schemas.platform import (
     SubjectTokenIn,
     SubjectTokenOut,
 )
+from shared.schemas.proposals import ProposalOut, ProposalPage, ProposalQuery
 from shared.schemas.stores import PreviewIn, PreviewOut, StoreSettingsOut, StoreSettingsPatch
 from shared.schemas.threads import (
     ItemSearchQuery,
@@ -517,6 +518,20 @@ class CoreClient:
         A mapping is sent as it is, so the API judges it and its 422 names the field (`injection.rank`).
         """
         return self._call("PATCH", f"/memory/stores/{index_id}", StoreSettingsOut, body=changes)
+
+    # ---- promotion proposals (EXT-15)
+
+    def proposals(self, filters: ProposalQuery | None = None, *, cursor: str | None = None,
+                  limit: int | None = None) -> ProposalPage:
+        """Promotion proposals (each read is audited by the API); evidence lists only records the caller sees."""
+        params = {**query_params(filters or ProposalQuery()), "cursor": cursor, "limit": limit}
+        return self._call("GET", "/memory/proposals", ProposalPage, params=params)
+
+    def apply_proposal(self, proposal_id: str) -> ProposalOut:
+        return self._call("POST", f"/memory/proposals/{proposal_id}/apply", ProposalOut)
+
+    def dismiss_proposal(self, proposal_id: str) -> ProposalOut:
+        return self._call("POST", f"/memory/proposals/{proposal_id}/dismiss", ProposalOut)
 
     # ---- threads (DSH-7)
     # Every one of these reads is audited by the API as `thread.read` when an administrator makes it (PLT-2).

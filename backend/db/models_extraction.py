@@ -39,6 +39,8 @@ class ExtractionSwitch(Base):
     author_id: Mapped[str] = mapped_column(Text, nullable=False)
     set_at: Mapped[datetime] = _now()
     last_scheduled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # EXT-12: when `episodes` was last switched on; sessions that settled before it get no episode.
+    episodes_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     __table_args__ = (ForeignKeyConstraint(["org_id"], ["orgs.id"], ondelete="CASCADE"),)
 
 
@@ -81,6 +83,9 @@ class ExtractionWindow(Base):
     dropped: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     created_at: Mapped[datetime] = _now()
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # EXT-12: set on the window that ends a session (the last one cut from a quiet thread): the position the
+    # session began at. Its read writes the session's episode (and lessons, EXT-13).
+    session_first_position: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     __table_args__ = (
         ForeignKeyConstraint(["org_id"], ["orgs.id"], ondelete="CASCADE"),
         # A window is its thread's items from `first_position`: planning it twice writes one row.

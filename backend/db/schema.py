@@ -7,6 +7,7 @@ from backend.db import (  # noqa: F401
     models_agents,
     models_extraction,
     models_memory,
+    models_proposals,
     models_stores,
     models_threads,
     models_turns,

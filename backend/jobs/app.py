@@ -32,6 +32,7 @@ def libpq_url(url: str) -> str:
 
 def make_app(url: str, *, pool_size: int = 4) -> procrastinate.App:
     from backend.jobs import extraction as x
+    from backend.jobs import maintenance
     from backend.jobs.compaction import summarise
 
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=libpq_url(url), min_size=1,
@@ -48,6 +49,9 @@ def make_app(url: str, *, pool_size: int = 4) -> procrastinate.App:
     reembedder = app.task(name=xq.REEMBED_TASK, queue=MAINTENANCE_QUEUE, pass_context=True,
                           queueing_lock=xq.REEMBED_TASK, lock=xq.REEMBED_TASK)(x.reembed_missing)
     app.periodic(cron="*/5 * * * *", periodic_id="reembed")(reembedder)
+    maintainer = app.task(name=maintenance.TASK, queue=MAINTENANCE_QUEUE, pass_context=True,
+                          queueing_lock=maintenance.TASK, lock=maintenance.TASK)(maintenance.maintain)
+    app.periodic(cron="*/5 * * * *", periodic_id="maintenance")(maintainer)
     return app
 
 

@@ -106,6 +106,8 @@ class WindowOut(Model):
     dropped: int
     created_at: datetime
     finished_at: datetime | None
+    # EXT-12: on the window that ends a session (its episode is written with it), where the session began.
+    session_first_position: int | None = None
 
 
 class WindowBucket(Model):

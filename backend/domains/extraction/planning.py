@@ -63,9 +63,12 @@ async def plan_batch(ctx: RequestContext, index_id: str, run_id: str, after_id: 
     for thread in threads:
         items = await repo.light_items(ctx.db, ctx.org_id, thread["id"], thread["read_to"], thread["last_position"])
         rows = [{"org_id": ctx.org_id, "id": new_id("win"), "index_id": index_id, "thread_id": thread["id"],
-                 "run_id": run_id, "first_position": first, "last_position": last, "items": count, "state": "queued"}
+                 "run_id": run_id, "first_position": first, "last_position": last, "items": count, "state": "queued",
+                 "session_first_position": None}
                 for first, last, count, _, _ in cut(items, settings.extraction_window_messages,
                                                     settings.extraction_window_tokens)]
+        if rows and ends_session(switch, thread):
+            rows[-1]["session_first_position"] = rows[0]["first_position"]
         if await repo.insert_windows(ctx.db, rows):
             await queue.queue_thread(ctx.db, ctx.org_id, index_id, thread["id"])
         await repo.set_cursor(ctx.db, ctx.org_id, index_id, thread["id"], thread["last_position"])
@@ -80,6 +83,13 @@ async def unpark(ctx: RequestContext, index_id: str, run_id: str) -> int:
     for thread_id in threads:
         await queue.queue_thread(ctx.db, ctx.org_id, index_id, thread_id)
     return len(threads)
+
+
+def ends_session(switch: dict[str, Any], thread: dict[str, Any]) -> bool:
+    """EXT-12: the items a pass cuts from a quiet thread are one session; it gets an episode when `episodes` is on
+    and the session settled (its thread's last change) after `episodes` was switched on."""
+    since = switch.get("episodes_since")
+    return bool(switch["episodes"]) and since is not None and thread["updated_at"] >= since
 
 
 def at_cap(org: Any, used: int) -> bool:

@@ -24,7 +24,8 @@ from backend.domains.compaction import repository as items_repo
 from backend.domains.erasure.guard import refuse_if_erased
 from backend.domains.extraction import answer as prompt
 from backend.domains.extraction import repository as repo
-from backend.domains.extraction.apply import apply
+from backend.domains.extraction.apply import apply, confirm
+from backend.domains.extraction.episodes import Session, session_of, write_episode, write_lessons
 from backend.domains.extraction.planning import at_cap
 from backend.domains.extraction.switch import state_of
 from backend.domains.models import repository as models_repo
@@ -60,10 +61,16 @@ class WindowWork:
     pz: Pseudonymizer | None
     people: tuple[str, ...]  # whose words it holds: checked against erasure when it is written
     started_at: datetime
+    session: Session | None = None  # set on the window that ends a session with `episodes` on (EXT-12)
+    lessons: bool = False  # the session's lessons are asked for too (EXT-13)
 
     @property
     def key_id(self) -> str | None:
         return self.author.key_id
+
+    def restore(self, text: str | None) -> str | None:
+        """Real values back in place of the placeholders the model saw (EXT-11)."""
+        return self.pz.restore(text) if self.pz is not None and text is not None else text
 
     def provenance(self) -> dict[str, Any]:
         return {"thread_id": self.thread_id, "window_id": self.window_id, "first_item_id": self.first_item_id,
@@ -120,13 +127,17 @@ async def next_window(ctx: RequestContext, index_id: str, thread_id: str) -> Win
             await fail(ctx, window["id"], "pii_unavailable", str(exc))
             return SKIP
     today = datetime.now(ZoneInfo(ctx.org.get("timezone") or "UTC")).date()
+    session = None
+    if switch["episodes"] and window["session_first_position"] is not None:
+        session = await session_of(ctx, thread_id, window["session_first_position"], window["last_position"])
+    episodes, lessons = session is not None, session is not None and switch["lessons"] and person is not None
     messages = prompt.messages(instructions=switch["instructions"], types=switch["types"], today=today, lines=lines,
-                               records=records, episodes=switch["episodes"], lessons=switch["lessons"])
+                               records=records, episodes=episodes, lessons=lessons)
     people = {person, *(item["subject"] for item in items)} - {None}
     return WindowWork(org_id, index_id, window["id"], thread_id, person, items[0]["id"] if items else "",
                       items[-1]["id"] if items else "", spec_of(model), tuple(messages),
-                      prompt.schema(switch["types"], episodes=switch["episodes"], lessons=switch["lessons"]),
-                      tuple(switch["types"]), author, pz, tuple(sorted(people)), thread["now"])
+                      prompt.schema(switch["types"], episodes=episodes, lessons=lessons),
+                      tuple(switch["types"]), author, pz, tuple(sorted(people)), thread["now"], session, lessons)
 
 
 async def ask_model(work: WindowWork) -> ChatAnswer:
@@ -201,7 +212,14 @@ async def store_window(ctx: RequestContext, work: WindowWork, answer: ChatAnswer
     try:
         async with db.begin_nested():
             await refuse_if_erased(db, org_id, ctx.settings.secret, work.people, started_at=work.started_at)
-            counts = await apply(ctx.acting_as(work.author), work, parsed)
+            acting = ctx.acting_as(work.author)
+            counts = await apply(acting, work, parsed)
+            if work.session is not None:
+                await write_episode(acting, work, work.session, parsed.episode)
+                counts["written"] += 1
+            if work.lessons and parsed.lessons:
+                for name, n in (await write_lessons(acting, work, parsed.lessons, confirm)).items():
+                    counts[name] += n
     except ApiError as error:
         await fail(ctx, work.window_id, _error_code(error), error.message)
         return "failed"

@@ -286,7 +286,7 @@ async def eligible_threads(db: AsyncSession, org_id: str, switch: dict[str, Any]
         if ids:
             where.append(exists().where(RESP.c.org_id == T.c.org_id, RESP.c.thread_id == T.c.id,
                                         RESP.c[column] == func.any(literal(list(ids), ARRAY(Text)))))
-    query = (select(T.c.id, T.c.subject, T.c.last_position, func.coalesce(read_to, 0).label("read_to"))
+    query = (select(T.c.id, T.c.subject, T.c.last_position, T.c.updated_at, func.coalesce(read_to, 0).label("read_to"))
              .where(*where).order_by(T.c.id).limit(limit))
     return _rows(await db.execute(query))
 

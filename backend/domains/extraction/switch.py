@@ -12,6 +12,7 @@ import msgspec
 from backend.access.context import RequestContext
 from backend.domains.extraction import queue
 from backend.domains.extraction import repository as repo
+from backend.domains.extraction.session_repository import mark_episodes_on
 from backend.domains.models import repository as models_repo
 from backend.domains.models.service import offered_spec
 from backend.errors import CapabilityMissing, Conflict, NotFound, ValidationFailed
@@ -68,6 +69,8 @@ async def put(ctx: RequestContext, index_id: str, body: ExtractionSwitchIn) -> d
               "lessons": body.lessons, "filters": msgspec.to_builtins(body.filters), "author_type": author[0],
               "author_id": author[1]}
     await repo.upsert_switch(ctx.db, values)
+    if body.episodes and not (before or {}).get("episodes"):
+        await mark_episodes_on(ctx.db, ctx.org_id, index_id)
     requeued = 0
     if before is not None and any(before[k] != values[k] for k in READ_AGAIN_ON):
         run_id = new_id("run")

@@ -121,11 +121,10 @@ def commitment_part(type_name: str, commitment: Commitment | msgspec.UnsetType |
 
 
 def store_types(index: Mapping[str, Any]) -> tuple[str, ...]:
-    """Types the write tool takes (MEM-21): the extraction switch's when the store has one, else the defaults.
-
-    Extraction switches do not exist yet in this code base, so every store takes the defaults for now.
-    """
-    return DEFAULT_STORE_TYPES
+    """Types the write tool takes (MEM-21): the extraction switch's when the store has one (the tools domain puts
+    them on the index row as `store_types`), else the defaults; never `episode`."""
+    types = index.get("store_types") or DEFAULT_STORE_TYPES
+    return tuple(t for t in types if t not in NOT_WRITABLE_TYPES)
 
 
 # ---------------------------------------------------------------- policy

@@ -62,13 +62,16 @@ def _people(ctx: RequestContext, values: dict[str, Any]) -> list[str]:
 
 async def prepare(ctx: RequestContext, body: MemoryCreate, *, source: str, prefix: str = "",
                   index_cache: dict[str, dict[str, Any]] | None = None,
-                  provenance: dict[str, Any] | None = None, lock: bool = False) -> Draft:
+                  provenance: dict[str, Any] | None = None, lock: bool = False,
+                  episode: dict[str, Any] | None = None) -> Draft:
     """A validated draft of the record `body` asks for. With `lock`, the index is read together with the erasure
-    locks of the people the record names (`create`'s one round trip before its insert)."""
+    locks of the people the record names (`create`'s one round trip before its insert). Only extraction passes
+    `episode`, the part of an `episode` record (EXT-12), which no other write may make."""
     scope = memory_scope(ctx)
     cache = index_cache if index_cache is not None else {}
     reject_nul(msgspec.to_builtins(body), prefix.rstrip("."))
-    type_name = check_type(body.type, f"{prefix}type")
+    type_name = body.type if episode is not None and body.type == "episode" else check_type(body.type,
+                                                                                              f"{prefix}type")
     metadata = check_metadata(body.metadata, f"{prefix}metadata") if body.metadata is not msgspec.UNSET else {}
     labels = check_labels(body.labels if body.labels is not msgspec.UNSET else None, ctx.org.get("vocabulary"),
                           "memory_record", param=f"{prefix}labels")
@@ -83,7 +86,7 @@ async def prepare(ctx: RequestContext, body: MemoryCreate, *, source: str, prefi
         "key": body.key if body.key is not msgspec.UNSET else None, "tags": tags,
         "priority": body.priority if body.priority is not msgspec.UNSET else "normal",
         "expires_at": body.expires_at if body.expires_at is not msgspec.UNSET else None,
-        "commitment": commitment, "provenance": provenance,
+        "commitment": commitment, "provenance": provenance, "episode": episode,
     }
     locked = _people(ctx, values) if lock else []
     if body.index_id not in cache:
@@ -256,6 +259,9 @@ async def verify(ctx: RequestContext, record_id: str) -> dict[str, Any]:
     memory_scope(ctx)
     ctx.require_admin()
     current = await reachable_record(ctx, record_id, for_update=True)
+    if current["type"] == "lesson" and current["source"] == "maintenance":
+        raise Conflict("A lesson maintenance drew from a person's episodes is never verified (EXT-14).", param="id",
+                       code="maintenance_lesson")
     if not current["verified"]:
         await repo.update_record(ctx.db, ctx.org_id, record_id, {"verified": True}, touch=False, bump=True)
         await repo.snapshot_versions(ctx.db, ctx.org_id, [record_id], action="verified", actor_type=ctx.actor.type,

@@ -16,14 +16,16 @@ from backend.domains.audit import service as audit
 from backend.domains.erasure import repository as erasure_repo
 from backend.domains.memory import repository as memory_repo
 from backend.domains.privacy import repository as privacy_repo
+from backend.domains.proposals.repository import erase_subject as erase_subject_proposals
 from backend.domains.threads.repository import erase_subject as erase_subject_threads
 from backend.domains.turns.repository import erase_subject as erase_subject_turns
 from backend.errors import Forbidden
 
 Eraser = Callable[[AsyncSession, str, str], Awaitable[dict[str, int]]]
-# Placeholders before threads: the rows of her threads would otherwise go by cascade, uncounted.
-ERASERS: list[Eraser] = [memory_repo.erase_subject, privacy_repo.erase_subject, erase_subject_threads,
-                         erase_subject_turns]
+# Placeholders before threads: the rows of her threads would otherwise go by cascade, uncounted. Proposals before
+# her records: their evidence rows go with the records by cascade, and tell whose records a proposal rests on.
+ERASERS: list[Eraser] = [erase_subject_proposals, memory_repo.erase_subject, privacy_repo.erase_subject,
+                         erase_subject_threads, erase_subject_turns]
 
 
 def register_eraser(eraser: Eraser) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from backend.access.context import RequestContext
+from backend.domains.extraction.session_repository import switch_types
 from backend.domains.indexes import repository as indexes_repo
 from backend.domains.indexes import service as indexes
 from backend.domains.memory.rules import memory_scope, reject_nul, store_types
@@ -23,6 +24,12 @@ def zone_name(ctx: RequestContext, requested: str | None) -> str:
     if requested:
         return check_timezone(requested, "timezone")
     return str(ctx.org.get("timezone") or "UTC")
+
+
+async def with_store_types(ctx: RequestContext, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The index rows with the types their write tool takes (`store_types`: the extraction switch's, MEM-21)."""
+    types = await switch_types(ctx.db, ctx.org_id, [row["id"] for row in rows])
+    return [{**row, "store_types": types[row["id"]]} if row["id"] in types else row for row in rows]
 
 
 def offered(ctx: RequestContext, kind: str) -> bool:
@@ -56,7 +63,7 @@ async def list_tools(ctx: RequestContext, source: str | None, timezone: str | No
     after: str | None = None
     while True:
         page = await indexes_repo.list_page(ctx.db, scope, after, PAGE)
-        for index in page:
+        for index in await with_store_types(ctx, page):
             tools += [describe(ctx, index, mt.SEARCH, zone), describe(ctx, index, mt.WRITE, zone)]
         if len(page) < PAGE:
             return tools
@@ -72,7 +79,7 @@ async def call(ctx: RequestContext, name: str, arguments: dict[str, Any], timezo
     if parsed is None:
         raise NotFound(f"There is no tool named {name!r}.", param="name", code="tool_not_found")
     index_id, kind = parsed
-    index = await indexes.reachable(ctx.db, scope, index_id, param="name")
+    index = (await with_store_types(ctx, [await indexes.reachable(ctx.db, scope, index_id, param="name")]))[0]
     if not offered(ctx, kind):
         setting = "retrieval_tool" if kind == mt.SEARCH else "write_tool"
         raise BadRequest(f"This key's memory configuration does not offer {name!r} (`memory.{setting}`).",

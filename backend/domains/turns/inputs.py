@@ -139,7 +139,7 @@ async def turn_tools(ctx: RequestContext, body: ResponseCreate, *, stored: bool)
             setting = "retrieval_tool" if parsed[1] == mt.SEARCH else "write_tool"
             raise BadRequest(f"This key's memory configuration does not offer {tool.name!r} (`memory.{setting}` is "
                              "off).", param=param, code="tool_not_offered")
-        chosen.memory[tool.name] = index
+        chosen.memory[tool.name] = (await tools.with_store_types(ctx, [index]))[0]
     return chosen
 
 

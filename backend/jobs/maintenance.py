@@ -1,0 +1,38 @@
+"""The maintenance pass (EXT-14 … EXT-16) as a periodic job: every five minutes it runs the pass of each store
+whose `maintenance.enabled` holds and whose last run is an hour old; thin, each step in a transaction of its
+own with a system context, the helper model called with none open."""
+
+from __future__ import annotations
+
+import logging
+
+from procrastinate import JobContext
+
+from backend.access.actor import Actor
+from backend.domains.maintenance import pass_
+from backend.domains.maintenance import repository as repo
+from backend.jobs.resources import resources
+
+ACTOR = Actor("system", "maintenance")
+TASK = "maintenance.pass"
+log = logging.getLogger("coremem.maintenance")
+
+
+async def maintain(context: JobContext, timestamp: int) -> int:
+    """The due stores' passes; how many ran."""
+    res = resources(context)
+    async with res.sessionmaker() as db:
+        due = await repo.due_stores(db, pass_.EVERY_MINUTES)
+    ran = 0
+    for row in due:
+        async with res.system(row["org_id"], ACTOR) as ctx:
+            plan = await pass_.prepare(ctx, row["index_id"]) if ctx is not None else None
+        if plan is None:
+            continue
+        await pass_.ask(plan)
+        async with res.system(row["org_id"], ACTOR) as ctx:
+            if ctx is not None:
+                counts = await pass_.finish(ctx, plan)
+                log.info("maintenance of %s/%s: %s", row["org_id"], row["index_id"], counts)
+        ran += 1
+    return ran
