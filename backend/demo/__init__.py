@@ -41,7 +41,33 @@ def create_demo(database_url: str, credentials: dict[str, Any], *, seed: int = D
     with in_process_api(database_url) as (base_url, transport):
         counts = write_demo(base_url, transport, credentials, seed=seed, anchor=anchor)
     work_the_queue(database_url)
+    maintain_now(database_url, credentials["org_id"])
     return counts
+
+
+def maintain_now(database_url: str, org_id: str) -> None:
+    """The maintenance pass of the organisation's maintained stores, once, now that the extraction run has written
+    its records: the pass's analyses find the fact several people hold and propose it as a shared record."""
+    import asyncio
+
+    from backend.config import get_settings
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.domains.maintenance import repository as maintained
+    from backend.jobs.maintenance import run_store
+    from backend.jobs.resources import Resources
+
+    async def run() -> None:
+        engine = make_engine(database_url)
+        try:
+            res = Resources(get_settings(), make_sessionmaker(engine))
+            async with res.sessionmaker() as db:
+                stores = [row["index_id"] for row in await maintained.due_stores(db, 0) if row["org_id"] == org_id]
+            for index_id in stores:
+                await run_store(res, org_id, index_id)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
 
 
 def work_the_queue(database_url: str) -> None:
@@ -57,4 +83,5 @@ def work_the_queue(database_url: str) -> None:
                            listen_notify=False))
 
 
-__all__ = ["DEFAULT_SEED", "STEPS", "Demo", "Step", "create_demo", "today", "work_the_queue", "write_demo"]
+__all__ = ["DEFAULT_SEED", "STEPS", "Demo", "Step", "create_demo", "maintain_now", "today", "work_the_queue",
+           "write_demo"]

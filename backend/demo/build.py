@@ -4,8 +4,8 @@ The organisation and its administrator come from `coremem bootstrap` (there is n
 organisation); everything after that is an ordinary API call through `shared.client.CoreClient`, so the demo
 passes the same checks, policies and audit trail as any application's writes. The work is a list of steps
 (`STEPS`), each a function of the shared `Demo`; a later step reads what an earlier one made (store and key
-ids) from it. The last step (`extraction.py`) switches extraction on over these threads with a recorded model;
-the job queue's workers then write the records, episodes and lessons it finds.
+ids) from it. The extraction steps (`extraction.py`) switch extraction on with a recorded model before the threads
+are written and queue a run after; the job queue's workers then write the records, episodes and lessons it finds.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from zoneinfo import ZoneInfo
 
 import httpx
 
+from backend.demo import extraction
 from backend.demo.conversations import ThreadSpec, thread_specs
-from backend.demo.extraction import extraction
 from backend.demo.people import Person, people
 from backend.demo.records import RecordSpec, personal_records, shared_records
 from backend.demo.settings import KEYS, STORES, TIMEZONE, VOCABULARY, key_body, org_patch
@@ -146,7 +146,7 @@ def threads(demo: Demo) -> None:
 
 
 Step = Callable[[Demo], None]
-STEPS: list[Step] = [organisation, stores, keys, records, threads, extraction]
+STEPS: list[Step] = [organisation, stores, keys, records, extraction.switch_on, threads, extraction.run]
 
 
 def build(demo: Demo, steps: list[Step] | None = None) -> Counter[str]:

@@ -22,13 +22,16 @@ INSTRUCTIONS = ("Note what a customer tells about her bike, how she rides it and
                 "never note payment details.")
 
 
-def extraction(demo: Demo) -> None:
-    """Offer the recorded model, switch extraction on for the support store (every thread, episodes and lessons,
-    no quiet period) and queue a run. The windows are read by the job queue's workers, not by this step."""
+def switch_on(demo: Demo) -> None:
+    """Offer the recorded model and switch extraction on for the support store: every thread, episodes and lessons,
+    no quiet period. Before the threads are written: only sessions that settle after the switch get an episode."""
     demo.admin.add_model(ModelCreate(id=MODEL, provider="replay", model=MODEL, org_id=demo.org_id))
-    index_id = demo.stores[STORE]
-    demo.admin.set_extraction_switch(index_id, ExtractionSwitchIn(
+    demo.admin.set_extraction_switch(demo.stores[STORE], ExtractionSwitchIn(
         enabled=True, model=MODEL, instructions=INSTRUCTIONS, quiet_minutes=0, threads="all",
         episodes=True, lessons=True))
-    demo.admin.run_extraction(index_id)
+
+
+def run(demo: Demo) -> None:
+    """Queue a run over the threads; the job queue's workers read its windows, not this step."""
+    demo.admin.run_extraction(demo.stores[STORE])
     demo.counts["extraction runs"] += 1

@@ -94,12 +94,13 @@ def snapshot(api: TestClient[Any], made: dict[str, str]) -> dict[str, Any]:
         return json.loads(text)
 
     settings = {name: {k: v for k, v in api.get(f"/memory/stores/{i}", headers=admin).json().items()
-                       if k not in ("index_id", "updated_at")} for i, name in stores.items()}
+                       if k not in ("index_id", "updated_at", "last_maintenance_run_at")} for i, name in stores.items()}
     indexes = sorted((i["name"], json.dumps(i["embedding"])) for i in _all(api, "/indexes", admin))
     records = sorted(json.dumps(named({k: r[k] for k in (
         "index_id", "subject", "type", "text", "key", "tags", "priority", "confidence", "metadata", "labels",
-        "expires_at", "commitment", "status", "source", "verified")}), sort_keys=True)
-        for r in _all(api, "/memory", admin))
+        "expires_at", "commitment", "status", "source", "verified")} | {"episode": {
+            k: v for k, v in (r["episode"] or {}).items() if k in ("intent", "result", "result_basis")}}),
+        sort_keys=True) for r in _all(api, "/memory", admin))
     threads = []
     for t in _all(api, "/threads", admin):
         items = _all(api, f"/threads/{t['id']}/items", admin, field="items")
@@ -124,9 +125,11 @@ def snapshot(api: TestClient[Any], made: dict[str, str]) -> dict[str, Any]:
                                 "error_codes": windows["error_codes"],
                                 "runs": [{k: run[k] for k in ("trigger", "windows", "written", "confirmed", "failures")}
                                          | {"finished": run["finished_at"] is not None} for run in runs]}
+    proposals = sorted(json.dumps(named({k: p[k] for k in ("index_id", "type", "text", "basis", "status", "people")}),
+                                  sort_keys=True) for p in _all(api, "/memory/proposals", admin))
     return {"org": {k: org[k] for k in ("timezone", "capabilities", "improvements", "memory", "vocabulary")},
             "indexes": indexes, "settings": settings, "records": records, "threads": sorted(threads), "keys": keys,
-            "extraction": extraction}
+            "extraction": extraction, "proposals": proposals}
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +151,7 @@ def test_plt_19_demo_holds_people_records_threads_and_keys_in_two_languages(
     shot = snapshots["Demo A"]
     records = [json.loads(r) for r in shot["records"]]
     assert len(records) >= 300 and len({r["subject"] for r in records} - {None}) >= 40
-    assert {r["type"] for r in records} == {"fact", "preference", "commitment", "behaviour"}
+    assert {r["type"] for r in records} == {"fact", "preference", "commitment", "behaviour", "episode", "lesson"}
     texts = " ".join(r["text"] for r in records)
     assert "Terugbetalingen" in texts and "Refunds are paid" in texts  # Dutch and English
     assert all(r["commitment"]["due_at"] for r in records if r["type"] == "commitment")
@@ -201,5 +204,12 @@ def test_plt_19_demo_extraction_run_finished_with_ready_and_failed_windows(
     assert len(support["runs"]) == 1 and support["runs"][0]["finished"]
     records = [json.loads(r) for r in shot["records"]]
     extracted = [r for r in records if r["source"] == "extraction"]
-    assert len(extracted) >= 20 and all(r["subject"] for r in extracted)
+    assert len(extracted) >= 20 and all(r["subject"] for r in extracted if r["type"] != "episode")
     assert any("turbo" in r["text"] for r in extracted) and any("terugbetaling" in r["text"] for r in extracted)
+    episodes = [r for r in extracted if r["type"] == "episode"]
+    assert len(episodes) >= 20 and {r["episode"]["result"] for r in episodes} == {
+        "succeeded", "failed", "unknown"}
+    assert any(r["type"] == "lesson" for r in extracted)
+    # The range fact several people hold, proposed as a shared record by the maintenance pass.
+    proposals = [json.loads(p) for p in shot["proposals"]]
+    assert any("80 km" in p["text"] and p["people"] >= 2 and p["status"] == "open" for p in proposals), proposals

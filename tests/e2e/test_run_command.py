@@ -110,6 +110,8 @@ def test_plt_19_run_creates_the_demo_through_the_api_on_an_empty_database(runnin
         assert runs and runs[0]["finished_at"] and runs[0]["written"] > 0, runs  # the recorded model's run
         windows = http.get(f"/memory/stores/{support}/extraction", headers=admin).json()["windows"]
         assert windows["ready"] > 0 and windows["failed"] > 0, windows
+        proposals = http.get("/memory/proposals", headers=admin).json()["data"]
+        assert any(p["people"] >= 2 for p in proposals), proposals  # the maintenance pass after the run
         swagger = http.get("/schema/swagger")
         assert swagger.status_code == 200 and "swagger" in swagger.text.lower()
 
