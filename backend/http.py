@@ -22,6 +22,7 @@ from backend.access.context import RequestContext
 from backend.access.principal import ORG_HEADER
 from backend.access.ratelimit import RateLimiter
 from backend.access.subjects import SUBJECT_HEADER
+from backend.db.tenant import use_org
 from backend.domains.audit import service as audit
 from backend.errors import NUL_MESSAGE, ApiError, CapabilityMissing, Forbidden, PolicyDenied, ValidationFailed
 from shared.schemas.compaction import RETIRED_COMPACTION_FIELDS
@@ -124,21 +125,25 @@ async def keep_refused_write(state: State, request: Request[Any, Any, Any], ctx:
     detail = {"route": f"{request.method} {template}", "code": refused.code}
     if isinstance(refused, CapabilityMissing):
         detail["capability"] = refused.capability
-    async with state.sessionmaker() as session, session.begin():
-        await audit.record(session, org_id=org_id, actor=ctx.actor, action="request.denied",
-                           secret=state.settings.secret, subject_id=ctx.person, object_type="route",
-                           object_id=None, outcome="denied", detail=detail)
+    async with state.sessionmaker() as session:
+        await use_org(session, org_id)
+        async with session.begin():
+            await audit.record(session, org_id=org_id, actor=ctx.actor, action="request.denied",
+                               secret=state.settings.secret, subject_id=ctx.person, object_type="route",
+                               object_id=None, outcome="denied", detail=detail)
 
 
 async def _keep_denied_event(state: State, denied: PolicyDenied) -> None:
     if denied.org_id is None or denied.actor is None:
         return
-    async with state.sessionmaker() as session, session.begin():
-        await audit.record(
-            session, org_id=denied.org_id, actor=denied.actor, action=denied.action, secret=state.settings.secret,
-            subject_id=denied.subject_id, object_type=denied.object_type,
-            object_id=denied.object_id, outcome="denied", detail=denied.detail,
-        )
+    async with state.sessionmaker() as session:
+        await use_org(session, denied.org_id)
+        async with session.begin():
+            await audit.record(
+                session, org_id=denied.org_id, actor=denied.actor, action=denied.action,
+                secret=state.settings.secret, subject_id=denied.subject_id, object_type=denied.object_type,
+                object_id=denied.object_id, outcome="denied", detail=denied.detail,
+            )
 
 
 # ---------------------------------------------------------------- errors (PLT-14)
