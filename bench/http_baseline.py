@@ -138,7 +138,7 @@ def _person(request: Request[Any, Any, Any]) -> str | None:
 
 @asynccontextmanager
 async def lifespan(app: Litestar) -> AsyncGenerator[None, None]:
-    engine = make_engine(os.environ["CORE_DATABASE_URL"])
+    engine = make_engine(os.environ["CORE_DATABASE_URL"], app_role=False)
     app.state.sessions = make_sessionmaker(engine)
     try:
         yield
