@@ -5,6 +5,7 @@ write); the API serves again afterwards without a restart, and `/ready` says whe
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
@@ -13,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from tests.battery.conftest import scaled
@@ -72,7 +74,10 @@ def _work(base: str, org: Org, index_id: str, tally: Tally, stop: threading.Even
                                     params={"index_id": index_id, "limit": 5}), 200)
 
 
-def _storm(api: Server, org: Org, db: Any, seconds: float, kills_every: float) -> tuple[Tally, int, str]:
+def _storm(api: Server, org: Org, db: Any, seconds: float, kills_every: float,
+           fault: Any = None) -> tuple[Tally, int, str]:
+    """Four clients write and read for `seconds` while every `kills_every` s the fault strikes (by default every
+    connection of the database is terminated); returns the answers, the faults' count and the index used."""
     index_id = httpx.post(f"{api.base}/indexes", headers=org.full, json={"name": f"faults-{time.monotonic_ns()}"},
                           timeout=30).json()["id"]
     tally, stop, killed = Tally(), threading.Event(), 0
@@ -81,7 +86,7 @@ def _storm(api: Server, org: Org, db: Any, seconds: float, kills_every: float) -
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             time.sleep(kills_every)
-            killed += db.execute(KILL).fetchone()[0]
+            killed += fault() if fault is not None else db.execute(KILL).fetchone()[0]
         stop.set()
         for future in futures:
             future.result()
@@ -149,4 +154,33 @@ def test_plt_14_a_long_storm_of_killed_connections(api: Server, org: Org, db: An
     stored = _check_no_partial_writes(db, org, index_id, tally)
     _recovered(api, org, index_id)
     report(requests=sum(tally.statuses.values()), unavailable=tally.statuses["503"], backends_killed=killed,
+           records_stored=stored)
+
+
+@pytest.mark.slow
+def test_plt_14_postgresql_restarted_under_load(api: Server, org: Org, database_url: str, report: Any) -> None:
+    """The embedded test server itself is restarted (`pg_ctl restart -m fast`) twice while clients work; run last
+    in the module, since it cuts the module's own connection too."""
+    from sqlalchemy.engine import make_url
+
+    host = make_url(database_url).query.get("host")
+    if not host or not os.path.isdir(str(host)):
+        pytest.skip("needs the embedded test server (CORE_TEST_DATABASE_URL points elsewhere)")
+    from pgserver._commands import pg_ctl
+
+    pgdata = str(host)
+    user = "pgserver" if os.geteuid() == 0 else None  # pgserver runs PostgreSQL as this user when root starts it
+
+    def restart() -> int:
+        pg_ctl(["-w", "-m", "fast", "-l", f"{pgdata}/log", "restart"], pgdata=pgdata, user=user, timeout=120)
+        return 1
+
+    tally, restarts, index_id = _storm(api, org, None, seconds=8, kills_every=3, fault=restart)
+    assert not tally.wrong, tally.wrong[:5]
+    assert tally.statuses["503"] > 0, tally.statuses
+    plain = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain, autocommit=True) as db:
+        stored = _check_no_partial_writes(db, org, index_id, tally)
+    _recovered(api, org, index_id)
+    report(requests=sum(tally.statuses.values()), unavailable=tally.statuses["503"], restarts=restarts,
            records_stored=stored)
