@@ -30,6 +30,12 @@ TENANT_TABLES = (
 # `models` rows with org_id '' are offered to every organisation: readable by all, written only with '' set.
 SHARED_ROW_TABLES = ("models",)
 CURRENT_ORG = "current_setting('core.org_id', true)"
+# Under row-level security PostgreSQL uses a query's condition in an index scan only when its function is
+# LEAKPROOF (it may otherwise see rows the policy hides). `tsvector @@ tsquery` is not marked so, which would turn
+# every full-text search (GIN on thread_items.tsv and memory_records.search) into a scan of the organisation's
+# rows. It raises no error that depends on a row's value, so a superuser marks it; without one it stays as is and
+# operations.md says what to run.
+LEAKPROOF = ("pg_catalog.ts_match_vq(tsvector, tsquery)",)
 
 
 def upgrade() -> None:
@@ -62,6 +68,7 @@ def upgrade() -> None:
         _protect(table, f"org_id = {CURRENT_ORG}", f"org_id = {CURRENT_ORG}")
     for table in SHARED_ROW_TABLES:
         _protect(table, f"org_id = {CURRENT_ORG} OR org_id = ''", f"org_id = {CURRENT_ORG}")
+    _set_leakproof("LEAKPROOF")
 
 
 def _protect(table: str, using: str, check: str) -> None:
@@ -70,7 +77,21 @@ def _protect(table: str, using: str, check: str) -> None:
     op.execute(f"CREATE POLICY tenant ON {table} USING ({using}) WITH CHECK ({check})")
 
 
+def _set_leakproof(flag: str) -> None:
+    for function in LEAKPROOF:
+        op.execute(f"""
+            DO $$
+            BEGIN
+                IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+                    ALTER FUNCTION {function} {flag};
+                ELSE
+                    RAISE NOTICE 'not a superuser: {function} stays as it is (docs/operations.md)';
+                END IF;
+            END $$""")
+
+
 def downgrade() -> None:
+    _set_leakproof("NOT LEAKPROOF")
     for table in (*TENANT_TABLES, *SHARED_ROW_TABLES):
         op.execute(f"DROP POLICY IF EXISTS tenant ON {table}")
         op.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
