@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http \
-	bench-turns bench-embed bench-dashboard eval-search clean
+	bench-turns bench-embed bench-dashboard bench-rls eval-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,10 @@ bench-embed: $(STAMP)
 
 bench-dashboard: $(STAMP)
 	$(BIN)/python -m bench.dashboard
+
+# Row-level security's cost per statement, on bench-http's data set (build it with `make bench-http` first).
+bench-rls: $(STAMP)
+	$(BIN)/python -m bench.rls
 
 # Search quality on the labelled development set (tests/quality): full text only, hashing and local.
 eval-search: $(STAMP)

@@ -76,7 +76,7 @@ async def ready(state: State) -> Ready:
     if body.status != "ready":
         message = ("The database does not answer." if not database else
                    f"Migrations are behind (database at {revision or 'none'}, code at {head}); run `coremem migrate`.")
-        raise ApiError(message, status=503, code="not_ready")
+        raise ApiError(message, status=503, code="not_ready", headers={"Retry-After": "1"} if not database else None)
     return body
 
 

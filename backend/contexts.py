@@ -12,6 +12,7 @@ from backend.access import principal as principals
 from backend.access.actor import Actor
 from backend.access.context import RequestContext
 from backend.config import Settings
+from backend.db.tenant import use_org
 from backend.domains.audit.service import record
 
 
@@ -23,9 +24,13 @@ async def for_credential(db: AsyncSession, settings: Settings, *, authorization:
     principal, org = await principals.resolve(db, secret=settings.secret, authorization=authorization,
                                               subject_header=subject_header, org_header=org_header,
                                               path_org_id=path_org_id)
+    if org is not None:  # row-level security: the tenant tables show this organisation's rows from here on
+        await use_org(db, org["id"])
     return RequestContext(db, principal, org, settings, record)
 
 
-def for_system(db: AsyncSession, settings: Settings, org: Mapping[str, Any], actor: Actor) -> RequestContext:
-    """The context of work the platform does for an organisation itself: every object, nobody named."""
+async def for_system(db: AsyncSession, settings: Settings, org: Mapping[str, Any], actor: Actor) -> RequestContext:
+    """The context of work the platform does for an organisation itself: every object, nobody named (and, for
+    row-level security, that organisation's rows only)."""
+    await use_org(db, org["id"])
     return RequestContext(db, principals.system_principal(org["id"], actor), org, settings, record)

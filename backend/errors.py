@@ -118,6 +118,19 @@ class RateLimited(ApiError):
         self.retry_after = retry_after
 
 
+class DatabaseUnavailable(ApiError):
+    """PLT-14 (issue 17 item 13): the database connection failed or was cut during the request, which rolled back
+    whole; the same request may be sent again after `Retry-After` seconds."""
+
+    status = 503
+    code = "database_unavailable"
+    RETRY_AFTER = 1
+
+    def __init__(self, message: str = "The database is not reachable right now; nothing was changed. Try again "
+                 "shortly.") -> None:
+        super().__init__(message, headers={"Retry-After": str(self.RETRY_AFTER)})
+
+
 class ValidationFailed(ApiError):
     status = 422
     code = "validation_failed"

@@ -15,6 +15,7 @@ from litestar import Request, Response
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend import contexts
@@ -22,8 +23,17 @@ from backend.access.context import RequestContext
 from backend.access.principal import ORG_HEADER
 from backend.access.ratelimit import RateLimiter
 from backend.access.subjects import SUBJECT_HEADER
+from backend.db.tenant import use_org
 from backend.domains.audit import service as audit
-from backend.errors import NUL_MESSAGE, ApiError, CapabilityMissing, Forbidden, PolicyDenied, ValidationFailed
+from backend.errors import (
+    NUL_MESSAGE,
+    ApiError,
+    CapabilityMissing,
+    DatabaseUnavailable,
+    Forbidden,
+    PolicyDenied,
+    ValidationFailed,
+)
 from shared.schemas.compaction import RETIRED_COMPACTION_FIELDS
 
 log = logging.getLogger("coremem")
@@ -124,21 +134,25 @@ async def keep_refused_write(state: State, request: Request[Any, Any, Any], ctx:
     detail = {"route": f"{request.method} {template}", "code": refused.code}
     if isinstance(refused, CapabilityMissing):
         detail["capability"] = refused.capability
-    async with state.sessionmaker() as session, session.begin():
-        await audit.record(session, org_id=org_id, actor=ctx.actor, action="request.denied",
-                           secret=state.settings.secret, subject_id=ctx.person, object_type="route",
-                           object_id=None, outcome="denied", detail=detail)
+    async with state.sessionmaker() as session:
+        await use_org(session, org_id)
+        async with session.begin():
+            await audit.record(session, org_id=org_id, actor=ctx.actor, action="request.denied",
+                               secret=state.settings.secret, subject_id=ctx.person, object_type="route",
+                               object_id=None, outcome="denied", detail=detail)
 
 
 async def _keep_denied_event(state: State, denied: PolicyDenied) -> None:
     if denied.org_id is None or denied.actor is None:
         return
-    async with state.sessionmaker() as session, session.begin():
-        await audit.record(
-            session, org_id=denied.org_id, actor=denied.actor, action=denied.action, secret=state.settings.secret,
-            subject_id=denied.subject_id, object_type=denied.object_type,
-            object_id=denied.object_id, outcome="denied", detail=denied.detail,
-        )
+    async with state.sessionmaker() as session:
+        await use_org(session, denied.org_id)
+        async with session.begin():
+            await audit.record(
+                session, org_id=denied.org_id, actor=denied.actor, action=denied.action,
+                secret=state.settings.secret, subject_id=denied.subject_id, object_type=denied.object_type,
+                object_id=denied.object_id, outcome="denied", detail=denied.detail,
+            )
 
 
 # ---------------------------------------------------------------- errors (PLT-14)
@@ -253,7 +267,27 @@ async def refuse_nul_in_url(request: Request[Any, Any, Any]) -> None:
             raise ValidationFailed(NUL_MESSAGE, param=name)
 
 
+def is_database_unavailable(exc: BaseException) -> bool:
+    """A lost or refused database connection (server restarted, backend terminated, connection refused, pool
+    exhausted), as SQLAlchemy wraps it or as psycopg raises it on the driver's connection (db/prepared.py)."""
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None:
+            return False
+        if isinstance(seen, DBAPIError) and seen.connection_invalidated:
+            return True
+        if isinstance(seen, psycopg.OperationalError | psycopg.InterfaceError | SQLAlchemyTimeout):
+            return True
+        seen = getattr(seen, "orig", None) or seen.__cause__ or seen.__context__
+    return False
+
+
 def handle_internal(_: Request, exc: Exception) -> Response[Any]:
+    if is_database_unavailable(exc):
+        log.warning("database unavailable: %s", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        unavailable = DatabaseUnavailable()
+        return error_response(unavailable.status, unavailable.code, unavailable.message, None,
+                              headers=unavailable.headers)
     if _is_nul_refusal(exc):
         return error_response(422, "validation_failed", NUL_MESSAGE, None)
     if isinstance(exc, RecursionError) and "deserializing" in str(exc):  # msgspec's JSON decoder, on the body

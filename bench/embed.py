@@ -143,7 +143,7 @@ def _bootstrap(url: str) -> dict[str, Any]:
             conn.execute("DELETE FROM orgs WHERE id = %s", (found[0],))
 
     async def go() -> dict[str, Any]:
-        engine = make_engine(url, pool_size=1)
+        engine = make_engine(url, pool_size=1, app_role=False)
         try:
             async with make_sessionmaker(engine)() as db, db.begin():
                 made = await service.bootstrap(db, org_name="BenchEmbed", admin_email="bench-embed@bench.local",

@@ -211,7 +211,7 @@ def _bootstrap(url: str, org_name: str) -> dict[str, Any]:
     from backend.domains.orgs import service
 
     async def go() -> dict[str, Any]:
-        engine = make_engine(url, pool_size=1)
+        engine = make_engine(url, pool_size=1, app_role=False)
         try:
             async with make_sessionmaker(engine)() as db, db.begin():
                 return await service.bootstrap(db, org_name=org_name, admin_email="bench-http@bench.local",

@@ -42,7 +42,7 @@ KEY_SQL = """
 SELECT id, org_id, name, capabilities, memory, policy, privacy, expires_at, revoked_at,
        CASE WHEN revoked_at IS NOT NULL THEN 'revoked'
             WHEN expires_at IS NOT NULL AND expires_at <= now() THEN 'expired' ELSE 'active' END AS status,
-       created_at, updated_at
+       created_at, updated_at, last_used_at
 FROM api_keys WHERE secret_hash = :h
 """
 
@@ -138,7 +138,7 @@ def _person(request: Request[Any, Any, Any]) -> str | None:
 
 @asynccontextmanager
 async def lifespan(app: Litestar) -> AsyncGenerator[None, None]:
-    engine = make_engine(os.environ["CORE_DATABASE_URL"])
+    engine = make_engine(os.environ["CORE_DATABASE_URL"], app_role=False)
     app.state.sessions = make_sessionmaker(engine)
     try:
         yield

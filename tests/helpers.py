@@ -73,7 +73,7 @@ def in_transaction(database_url: str, work: Callable[[Any], Awaitable[T]]) -> T:
     """Run service code (`work(session)`) in one committed transaction on a short-lived engine."""
 
     async def go() -> T:
-        engine = make_engine(database_url, pool_size=1)
+        engine = make_engine(database_url, pool_size=1, app_role=False)
         try:
             async with make_sessionmaker(engine)() as session, session.begin():
                 return await work(session)

@@ -6,6 +6,8 @@ import msgspec
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
+from backend.db.tenant import APP_ROLE
+
 
 def normalise_url(url: str) -> str:
     """Accept plain `postgresql://` URLs and use the psycopg 3 driver for them."""
@@ -15,12 +17,17 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+def make_engine(url: str, *, pool_size: int = 10, app_role: bool = True) -> AsyncEngine:
+    """The application's engine. Its connections act as `coremem_app` (issue 17 item 11), which owns no table and
+    is bound by row-level security: set at connection start (libpq `options`, no extra round trip), so a login
+    that is `coremem_app` or a member of it works alike. `app_role=False` is for the owner's own work (tests'
+    fixtures, benchmarks' data builders), never for requests or jobs."""
     # No ping before each checkout (a round trip per request): a connection the server dropped fails its
     # request, and SQLAlchemy then discards every pooled connection; they are also renewed every 30 minutes.
     # JSON columns are read with msgspec, several times faster than the standard library's json module.
+    connect_args = {"options": f"-c role={APP_ROLE}"} if app_role else {}
     return create_async_engine(normalise_url(url), pool_size=pool_size, max_overflow=20, pool_pre_ping=False,
-                               pool_recycle=1800, json_deserializer=msgspec.json.decode)
+                               pool_recycle=1800, json_deserializer=msgspec.json.decode, connect_args=connect_args)
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker:

@@ -30,7 +30,7 @@ class Resources:
         organisation no longer exists."""
         async with self.sessionmaker() as db, db.begin():
             org = await orgs.get(db, org_id)
-            yield contexts.for_system(db, self.settings, org, actor) if org is not None else None
+            yield await contexts.for_system(db, self.settings, org, actor) if org is not None else None
 
 
 def resources(context: JobContext) -> Resources:

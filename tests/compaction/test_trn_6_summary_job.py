@@ -153,7 +153,7 @@ def test_trn_6_storing_the_same_summary_again_writes_nothing(client, org, databa
     write_turns(database_url, org.org_id, tid, 1, 8)
 
     async def in_system(db_session: Any) -> Any:
-        return contexts.for_system(db_session, settings, await orgs.get(db_session, org.org_id), ACTOR)
+        return await contexts.for_system(db_session, settings, await orgs.get(db_session, org.org_id), ACTOR)
 
     async def find(db_session: Any) -> Any:
         return await summaries.next_summary(await in_system(db_session), tid, CompactionSettings(), "scripted")

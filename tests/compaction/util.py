@@ -72,7 +72,7 @@ def write_turns(database_url: str, org_id: str, thread_id: str, first: int, last
 def fetched_rows(database_url: str, work: Any) -> tuple[Any, int]:
     """`work(session)`'s result and how many thread_items rows the transaction read (PostgreSQL's own count)."""
     async def go() -> tuple[Any, int]:
-        engine = make_engine(database_url, pool_size=1)
+        engine = make_engine(database_url, pool_size=1, app_role=False)
         try:
             async with make_sessionmaker(engine)() as db, db.begin():
                 result = await work(db)

@@ -26,7 +26,7 @@ def step(database_url: str, settings: Any, org_id: str, work: Any, *, crash: boo
     """One transaction of the read job with its system context; with `crash`, rolled back at its end."""
 
     async def go(db: Any) -> Any:
-        ctx = contexts.for_system(db, settings, await orgs.get(db, org_id), ACTOR)
+        ctx = await contexts.for_system(db, settings, await orgs.get(db, org_id), ACTOR)
         result = await work(ctx)
         if crash:
             raise Crash

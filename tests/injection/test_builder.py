@@ -7,6 +7,7 @@ import asyncio
 from backend.access.policy import default_policy
 from backend.access.scope import build_scope
 from backend.db.engine import make_engine, make_sessionmaker
+from backend.db.tenant import use_org
 from backend.domains.injection import service as injection
 from tests.helpers import as_request, assert_error, bearer
 from tests.injection.test_block import WORKED_BLOCK
@@ -219,6 +220,7 @@ def test_inj_13_confidence_floor_gives_exactly_the_full_ranking(org, client, db,
     async def fetch(bound: int) -> dict[str, list[str]]:
         engine = make_engine(database_url, pool_size=1)
         async with make_sessionmaker(engine)() as session:
+            await use_org(session, org.org_id)  # row-level security: as the turn's context sets it
             found = await repo.candidates(session, scope, half_lives, sel,
                                           {"about_this_person": bound, "organisation": bound},
                                           repo.Ranking("confidence", None, None))
@@ -267,6 +269,7 @@ def test_inj_13_commitments_read_as_two_ranges_give_exactly_the_full_ranking(org
                               Subject(person) if person else None, key=key)
         engine = make_engine(database_url, pool_size=1)
         async with make_sessionmaker(engine)() as session:
+            await use_org(session, org.org_id)  # row-level security: as the turn's context sets it
             found = await repo.candidates(session, build_scope(principal, None), {},
                                           repo.Selection(index_id, person, [], {}, None), {"commitments": bound},
                                           repo.Ranking("confidence", None, None))

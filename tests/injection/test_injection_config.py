@@ -11,6 +11,7 @@ from backend.access.policy import default_policy
 from backend.access.principal import Principal
 from backend.access.scope import build_scope
 from backend.db.engine import make_engine, make_sessionmaker
+from backend.db.tenant import use_org
 from backend.domains.injection.config import check_saved_block, choose_block
 from backend.errors import ValidationFailed
 from tests.helpers import assert_error
@@ -79,6 +80,7 @@ def test_inj_2_saving_an_agent_block_needs_a_store_the_key_policy_names(org, cli
         engine = make_engine(database_url, pool_size=1)
         try:
             async with make_sessionmaker(engine)() as session:
+                await use_org(session, org.org_id)  # row-level security: as the request's context sets it
                 return await check_saved_block(session, scope, raw, "memory_injection")
         finally:
             await engine.dispose()

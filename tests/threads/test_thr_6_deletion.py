@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from backend.db.engine import make_engine, make_sessionmaker
+from backend.db.tenant import use_org
 from backend.domains.threads.repository import erase_subject as erase_subject_threads
 from tests.helpers import assert_error, bearer
 from tests.threads.util import append, group_policy, msg, new_thread
@@ -82,8 +83,10 @@ def test_thr_6_erasing_a_person_removes_her_threads_items_notes_and_state(client
     async def erase() -> dict[str, int]:
         engine = make_engine(database_url, pool_size=1)
         try:
-            async with make_sessionmaker(engine)() as session, session.begin():
-                return await erase_subject_threads(session, org.org_id, "anna")
+            async with make_sessionmaker(engine)() as session:
+                await use_org(session, org.org_id)  # row-level security: as the erasure's request sets it
+                async with session.begin():
+                    return await erase_subject_threads(session, org.org_id, "anna")
         finally:
             await engine.dispose()
 

@@ -9,6 +9,7 @@ from sqlalchemy import and_, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import AuditEvent, table_of
+from backend.db.tenant import every_org_id, use_org
 from shared.schemas.platform import AuditQuery
 
 T = table_of(AuditEvent)
@@ -57,11 +58,13 @@ async def list_events(db: AsyncSession, org_id: str, f: AuditQuery, subject_hash
 
 
 async def org_ids(db: AsyncSession) -> list[str]:
-    return [r[0] for r in (await db.execute(select(T.c.org_id).distinct().order_by(T.c.org_id))).all()]
+    """Every organisation (the control plane's list: row-level security shows one organisation's events)."""
+    return await every_org_id(db)
 
 
 async def stream_chain(db: AsyncSession, org_id: str) -> AsyncIterator[list[Any]]:
     """The organisation's events in chain order, in batches (never the whole trail in memory)."""
+    await use_org(db, org_id)
     last = 0
     while True:
         rows = [dict(r._mapping) for r in (await db.execute(

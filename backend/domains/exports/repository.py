@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
 from backend.db.models import KnowledgeIndex, Org, table_of
+from backend.db.tenant import APP_ROLE, every_org_id, use_org
 from backend.domains.memory.expressions import R, filter_clauses, readable, record_columns
 from backend.domains.threads.repository import I, T
 from shared.schemas.memory import MemoryQuery
@@ -34,11 +35,21 @@ EPISODE_TEXT = ("thread_id", "first_item_id", "last_item_id", "intent", "result"
 
 
 async def org_of_index(db: AsyncSession, index_id: str) -> str | None:
-    return (await db.execute(select(IDX.c.org_id).where(IDX.c.id == index_id))).scalar()
+    return await _org_holding(db, select(IDX.c.org_id).where(IDX.c.id == index_id))
 
 
 async def org_of_thread(db: AsyncSession, thread_id: str) -> str | None:
-    return (await db.execute(select(T.c.org_id).where(T.c.id == thread_id))).scalar()
+    return await _org_holding(db, select(T.c.org_id).where(T.c.id == thread_id))
+
+
+async def _org_holding(db: AsyncSession, query: Any) -> str | None:
+    """The CLI's lookup of whose index or thread an id is: organisation by organisation (row-level security)."""
+    for org_id in await every_org_id(db):
+        await use_org(db, org_id)
+        found: str | None = (await db.execute(query)).scalar()
+        if found is not None:
+            return found
+    return None
 
 
 async def org_ids(db: AsyncSession, limit: int) -> list[str]:
@@ -149,7 +160,8 @@ class CsvBlocks:
     """
 
     def __init__(self, conninfo: str, dialect: Dialect, query: Any, block_bytes: int,
-                 count_query: Any | None = None) -> None:
+                 count_query: Any | None = None, *, org_id: str | None = None) -> None:
+        self._org_id = org_id  # row-level security: the connection acts as coremem_app for this organisation
         compiled = query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
         self._statement = f"COPY ({compiled.string}) TO STDOUT WITH (FORMAT csv)"
         self._params = compiled.params
@@ -176,8 +188,10 @@ class CsvBlocks:
             with self._lock:
                 if self._aborted:
                     return
-                self._conn = psycopg.connect(self._conninfo)
+                self._conn = psycopg.connect(self._conninfo, options=f"-c role={APP_ROLE}")
                 self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                if self._org_id is not None:  # its snapshot is the one the count and the COPY read
+                    self._conn.execute("SELECT set_config('core.org_id', %s, true)", (self._org_id,))
                 # COPY takes no server-side parameters: psycopg's client-side cursor quotes them into the statement.
                 cursor = psycopg.ClientCursor(self._conn)
                 cursor.adapters.register_dumper(dict, JsonbDumper)  # the JSONB filters (metadata=k:v, label=k:v)

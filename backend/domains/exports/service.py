@@ -27,6 +27,7 @@ from backend.access.actor import CLI_ACTOR, Actor
 from backend.access.context import RequestContext
 from backend.access.policy import Requester
 from backend.access.scope import Scope
+from backend.db.tenant import use_org
 from backend.domains.audit import service as audit
 from backend.domains.exports import formats
 from backend.domains.exports import repository as repo
@@ -132,6 +133,7 @@ async def for_org(db: AsyncSession, org_id: str | None, kind: str, *, records: M
     org = await orgs_repo.get(db, org_id)
     if org is None:
         raise NotFound(f"No organisation {org_id!r}.", param="org")
+    await use_org(db, org_id)  # row-level security: the CLI's export and its audit event are this organisation's
     reads.check_owner_filters(f)
     scope = Scope(org_id, Requester(None, {}), None, (), unrestricted=True)
     return Export(kind, scope, decay.half_lives(org, None), f, i)
@@ -185,7 +187,8 @@ def _forget(future: asyncio.Future[Any]) -> None:
 async def start(bind: Any, export: Export, block_bytes: int = BLOCK_BYTES) -> repo.CsvBlocks:
     """Open the export's rows on a connection of its own: count them, then start the COPY, in one snapshot."""
     conninfo, dialect = _conninfo(bind)
-    blocks = repo.CsvBlocks(conninfo, dialect, export.rows(), block_bytes, count_query=export.count())
+    blocks = repo.CsvBlocks(conninfo, dialect, export.rows(), block_bytes, count_query=export.count(),
+                            org_id=export.scope.org_id)
     await asyncio.to_thread(blocks.open)
     return blocks
 

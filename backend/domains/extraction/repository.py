@@ -16,6 +16,7 @@ from backend.db.models_agents import Agent
 from backend.db.models_extraction import ExtractionCursor, ExtractionRun, ExtractionSwitch, ExtractionWindow
 from backend.db.models_threads import Thread, ThreadItem
 from backend.db.models_turns import Response, UsageEvent
+from backend.db.tenant import every_org_id, use_org
 from backend.domains.memory.expressions import R, active_now
 
 SW = table_of(ExtractionSwitch)
@@ -102,9 +103,14 @@ def _due() -> Any:
 
 
 async def due_switches(db: AsyncSession) -> list[dict[str, Any]]:
-    """Enabled switches whose schedule has come round (every organisation: the scheduler's one statement)."""
+    """Enabled switches whose schedule has come round, organisation by organisation (row-level security shows a
+    transaction one organisation's switches)."""
     query = select(SW.c.org_id, SW.c.index_id).where(_due()).order_by(SW.c.org_id, SW.c.index_id)
-    return _rows(await db.execute(query))
+    found: list[dict[str, Any]] = []
+    for org_id in await every_org_id(db):
+        await use_org(db, org_id)
+        found += _rows(await db.execute(query))
+    return found
 
 
 async def lock_if_due(db: AsyncSession, org_id: str, index_id: str) -> dict[str, Any] | None:

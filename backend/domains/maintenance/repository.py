@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.db.models import KnowledgeIndex, table_of
 from backend.db.models_proposals import LessonSource
 from backend.db.models_stores import StoreSettings
+from backend.db.tenant import every_org_id, use_org
 from backend.domains.memory.expressions import R, active_now
 
 IDX = table_of(KnowledgeIndex)
@@ -27,13 +28,18 @@ def _maintained() -> Any:
 
 async def due_stores(db: AsyncSession, every_minutes: int) -> list[dict[str, Any]]:
     """Stores of every organisation whose `maintenance.enabled` (default on) holds and whose last run is older
-    than `every_minutes` (or never was)."""
+    than `every_minutes` (or never was), organisation by organisation (row-level security shows a transaction one
+    organisation's stores)."""
     joined = IDX.outerjoin(SS, and_(SS.c.org_id == IDX.c.org_id, SS.c.index_id == IDX.c.id))
     query = (select(IDX.c.org_id, IDX.c.id.label("index_id")).select_from(joined)
              .where(_maintained(), or_(SS.c.last_maintenance_run_at.is_(None), SS.c.last_maintenance_run_at
                                        <= func.now() - func.make_interval(0, 0, 0, 0, 0, every_minutes)))
              .order_by(IDX.c.org_id, IDX.c.id))
-    return [dict(r._mapping) for r in (await db.execute(query)).all()]
+    found: list[dict[str, Any]] = []
+    for org_id in await every_org_id(db):
+        await use_org(db, org_id)
+        found += [dict(r._mapping) for r in (await db.execute(query)).all()]
+    return found
 
 
 async def lock_store(db: AsyncSession, org_id: str, index_id: str) -> dict[str, Any] | None:

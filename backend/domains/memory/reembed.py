@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.access.actor import CLI_ACTOR, Actor
 from backend.db.models import KnowledgeIndex, table_of
+from backend.db.tenant import every_org_id, use_org
 from backend.domains.audit.service import record as audit_record
 from backend.domains.memory.expressions import R
 from backend.providers.embeddings import EmbeddingError, fingerprint, provider_for
@@ -60,11 +61,13 @@ async def pending(db: AsyncSession, org_id: str | None = None,
              # An index without embeddings may hold JSON null rather than SQL NULL: only objects are settings.
              .where(func.jsonb_typeof(IDX.c.embedding) == "object", _stale(_current_model()))
              .group_by(IDX.c.org_id, IDX.c.id, IDX.c.embedding).order_by(IDX.c.org_id, IDX.c.id))
-    if org_id is not None:
-        query = query.where(IDX.c.org_id == org_id)
     if index_id is not None:
         query = query.where(IDX.c.id == index_id)
-    return [dict(r._mapping) for r in (await db.execute(query)).all()]
+    found = []
+    for org in [org_id] if org_id is not None else await every_org_id(db):  # row-level security: one at a time
+        await use_org(db, org)
+        found += [dict(r._mapping) for r in (await db.execute(query.where(IDX.c.org_id == org))).all()]
+    return found
 
 
 async def embed_batch(db: AsyncSession, index: Mapping[str, Any], after_id: str, batch: int = BATCH
@@ -106,8 +109,10 @@ async def run(sessions: async_sessionmaker[AsyncSession], secret: str, *, org_id
         outcome = Outcome(index["org_id"], index["id"])
         after = ""
         while True:
-            async with sessions() as db, db.begin():
-                done, last, error = await embed_batch(db, index, after, batch)
+            async with sessions() as db:
+                await use_org(db, index["org_id"])
+                async with db.begin():
+                    done, last, error = await embed_batch(db, index, after, batch)
             outcome.embedded += done
             if advance is not None:
                 advance(done)
@@ -117,7 +122,7 @@ async def run(sessions: async_sessionmaker[AsyncSession], secret: str, *, org_id
             if last is None:
                 break
             after = last
-        async with sessions() as db, db.begin():
+        async with sessions() as db, db.begin():  # `pending` sets the organisation
             outcome.left = next((p["missing"] for p in await pending(db, index["org_id"], index["id"])), 0)
             if outcome.embedded:
                 await audit_record(db, org_id=outcome.org_id, actor=actor, action="memory.embedded",

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import table_of
 from backend.db.models_turns import OfferedModel
+from backend.db.tenant import use_org
 
 T = table_of(OfferedModel)
 EVERY_ORG = ""
@@ -32,6 +33,7 @@ async def find(db: AsyncSession, org_id: str, model_id: str) -> dict[str, Any] |
 
 
 async def upsert(db: AsyncSession, values: dict[str, Any]) -> dict[str, Any]:
+    await use_org(db, values["org_id"])  # row-level security: an every-organisation entry is written with '' set
     statement = insert(T).values(**values)
     statement = statement.on_conflict_do_update(
         index_elements=[T.c.org_id, T.c.id],
@@ -40,5 +42,6 @@ async def upsert(db: AsyncSession, values: dict[str, Any]) -> dict[str, Any]:
 
 
 async def remove(db: AsyncSession, org_id: str, model_id: str) -> bool:
+    await use_org(db, org_id)
     result = await db.execute(delete(T).where(T.c.org_id == org_id, T.c.id == model_id).returning(T.c.id))
     return result.first() is not None

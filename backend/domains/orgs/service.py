@@ -14,6 +14,7 @@ from backend.access import credentials
 from backend.access.actor import BOOTSTRAP_ACTOR
 from backend.access.context import RequestContext
 from backend.access.policy import parse_policy, writer_policy
+from backend.db.tenant import use_org
 from backend.domains.keys import service as keys
 from backend.domains.orgs import repository as repo
 from backend.errors import NotFound, Unauthorized, ValidationFailed
@@ -130,6 +131,7 @@ async def bootstrap(db: AsyncSession, *, org_name: str, admin_email: str, secret
         await repo.insert_org(db, {"id": org_id, "name": org_name})
     else:
         org_id = org["id"]
+    await use_org(db, org_id)  # row-level security: the key's audit trail and the login's event are tenant rows
     password = credentials.new_password()
     admin = await repo.admin_by_email(db, admin_email)
     if admin is None:

@@ -1,0 +1,47 @@
+"""Row-level security's organisation (issue 17 item 11): every transaction on an application session says which
+organisation it works for, in the transaction-local setting `core.org_id` that the tenant tables' policies read
+(migration 0016). Nothing set means no tenant row is visible or writable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
+
+APP_ROLE = "coremem_app"
+SETTING = "core.org_id"
+_INFO_KEY = "core_org_id"
+_SET = text("SELECT set_config('core.org_id', :org_id, true)")
+EVERY_ORG = ""  # rows offered to every organisation (models with org_id ''); writable with this set
+
+
+async def use_org(db: AsyncSession, org_id: str) -> None:
+    """Work for `org_id` from now on: in the open transaction (if any) and in every later one of this session."""
+    db.info[_INFO_KEY] = org_id
+    if db.in_transaction():
+        await db.execute(_SET, {"org_id": org_id})
+
+
+def current_org(db: AsyncSession) -> str | None:
+    found: str | None = db.info.get(_INFO_KEY)
+    return found
+
+
+@event.listens_for(Session, "after_begin")
+def _apply_org(session: Session, _transaction: Any, connection: Any) -> None:
+    """A session that has an organisation sets it again in each transaction it begins (turns and jobs commit
+    between their steps); `set_config(…, true)` ends with the transaction."""
+    org_id = session.info.get(_INFO_KEY)
+    if org_id is not None:
+        connection.execute(_SET, {"org_id": org_id})
+
+
+_ORG_IDS = text("SELECT id FROM orgs ORDER BY id")
+
+
+async def every_org_id(db: AsyncSession) -> list[str]:
+    """Every organisation's id, from the control plane (no row-level security there): what the system paths that
+    cross organisations (the scheduler, audit verification, re-embedding) loop over, one organisation at a time."""
+    return [row[0] for row in (await db.execute(_ORG_IDS)).all()]
