@@ -125,34 +125,49 @@ def build(url: str, rebuild: bool) -> dict[str, Any]:
     return meta
 
 
-RAW_SECTION = """(SELECT id, subject, type, text, contested, commitment, episode, recall_count, {eff} AS eff,
-  {pos} AS pos FROM memory_records
-  WHERE org_id = :org AND index_id = :idx AND status = 'active' AND (expires_at IS NULL OR expires_at > now())
-  AND {where} ORDER BY {order} LIMIT {limit})"""
-EFF = ("CASE WHEN type = 'fact' THEN confidence * power(0.5, greatest(extract(epoch FROM now() - updated_at), 0) "
-       "/ 86400.0 / 180) WHEN type = 'preference' THEN confidence * power(0.5, greatest(extract(epoch FROM now() - "
-       "updated_at), 0) / 86400.0 / 90) ELSE confidence END")
+# Decay in double precision: `extract(epoch …)` is numeric, and numeric power() costs several times the float one.
+AGE = "greatest(extract(epoch FROM now() - updated_at)::float8, 0) / 86400"
+EFF = (f"CASE WHEN type = 'fact' THEN confidence * power(0.5, {AGE} / 180) WHEN type = 'preference' THEN "
+       f"confidence * power(0.5, {AGE} / 90) ELSE confidence END")
+LIVE = "org_id = %(org)s AND index_id = %(idx)s AND status = 'active' AND (expires_at IS NULL OR expires_at > now())"
+COLUMNS = "id, subject, type, text, contested, commitment, episode, provenance, recall_count, created_at, updated_at"
+PERSONAL = "type NOT IN ('commitment', 'behaviour', 'episode')"
+OPEN = "type = 'commitment' AND (commitment ->> 'status') = 'open'"
 
 
-def raw_sql() -> str:
-    """The same candidate rows, written by hand: four sections, each filtered, ranked and bounded."""
+def _ranked(owner: str, pos: int, limit: int) -> str:
+    """A ranked section by effective confidence, read as an index range above a stored-confidence floor (the
+    floor is the limit-th best effective confidence among the HEAD records of highest stored confidence)."""
+    where = f"{LIVE} AND {owner} AND {PERSONAL}"
+    floor = (f"coalesce((SELECT eff FROM (SELECT {EFF} AS eff FROM memory_records WHERE {where} "
+             f"ORDER BY confidence DESC LIMIT 2000) head ORDER BY eff DESC OFFSET {limit - 1} LIMIT 1), 0)")
+    return (f"(SELECT {COLUMNS}, {EFF} AS eff, {pos} AS pos FROM memory_records WHERE {where} "
+            f"AND confidence >= {floor} ORDER BY eff DESC, recall_count DESC, id LIMIT {limit})")
+
+
+def best_sql(commitments: int = 55, behaviour: int = 60, ranked: int = 70) -> str:
+    """The same candidate rows, written by hand as the index ranges they need (migrations 0005, 0006): per
+    section its own range, bounded as the builder bounds it; no policy clauses (the default policy reduces to
+    the owner conditions each section already has)."""
+    due = "coremem_commitment_due(commitment)"
+    mine = (f"(SELECT {COLUMNS}, {EFF} AS eff, {due} AS due FROM memory_records WHERE {LIVE} AND subject = %(p)s "
+            f"AND {OPEN} ORDER BY due NULLS LAST, eff DESC, id LIMIT {commitments})")
+    shared = (f"(SELECT {COLUMNS}, {EFF} AS eff, {due} AS due FROM memory_records WHERE {LIVE} AND subject IS NULL "
+              f"AND {OPEN} ORDER BY due NULLS LAST, eff DESC, id LIMIT {commitments})")
     sections = [
-        ("(subject = :p OR subject IS NULL) AND type = 'commitment' AND commitment->>'status' = 'open'",
-         "(commitment->>'due_at')::timestamptz ASC NULLS LAST, eff DESC, id ASC", 55),
-        ("subject = :p AND type = 'behaviour'", "created_at DESC, id DESC", 60),
-        ("subject = :p AND type NOT IN ('commitment', 'behaviour', 'episode')", "eff DESC, recall_count DESC, id ASC",
-         70),
-        ("subject IS NULL AND type NOT IN ('commitment', 'behaviour', 'episode')",
-         "eff DESC, recall_count DESC, id ASC", 70),
+        f"(SELECT {COLUMNS}, eff, 0 AS pos FROM ({mine} UNION ALL {shared}) c ORDER BY due NULLS LAST, eff DESC, id "
+        f"LIMIT {commitments})",
+        f"(SELECT {COLUMNS}, {EFF} AS eff, 1 AS pos FROM memory_records WHERE {LIVE} AND subject = %(p)s "
+        f"AND type = 'behaviour' ORDER BY created_at DESC, id DESC LIMIT {behaviour})",
+        _ranked("subject = %(p)s", 2, ranked),
+        _ranked("subject IS NULL", 3, ranked),
     ]
-    parts = [RAW_SECTION.format(eff=EFF, pos=i, where=w, order=o, limit=n) for i, (w, o, n) in enumerate(sections)]
-    return " UNION ALL ".join(parts)
+    return " UNION ALL ".join(sections)
 
 
 async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str, Any]]:
     import httpx
     import uvicorn
-    from sqlalchemy import text
 
     from backend.access.actor import Actor
     from backend.access.principal import Principal
@@ -161,6 +176,7 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     from backend.app import create_app
     from backend.config import Settings
     from backend.db.engine import make_engine, make_sessionmaker
+    from backend.db.prepared import driver_connection
     from backend.domains.injection import service
     from backend.domains.injection.config import choose_block
     from backend.domains.keys import service as keys_service
@@ -194,11 +210,16 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
                 break
         except httpx.HTTPError:
             await asyncio.sleep(0.1)
-    statement = text(raw_sql())
+    statement = best_sql()
 
     async def raw(person: str) -> int:
+        """The hand-written statement on the same session and transaction machinery as the builder."""
         async with sessions() as db, db.begin():
-            return len((await db.execute(statement, {"org": org_id, "idx": index_id, "p": person})).all())
+            driver = await driver_connection(db)
+            await driver.execute("SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL plan_cache_mode = force_custom_plan")
+            async with driver.cursor() as cursor:
+                await cursor.execute(statement, {"org": org_id, "idx": index_id, "p": person})
+                return len(await cursor.fetchall())
 
     async def builder(person: str) -> int:
         principal = Principal("key", org_id, Actor("key", key_row["id"]), frozenset(key_row["capabilities"]),
