@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http \
-	bench-turns bench-embed eval-search clean
+	bench-turns bench-embed bench-packing eval-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ bench-injection: $(STAMP)
 bench-export: $(STAMP)
 	$(BIN)/python -m bench.export
 
+# Issue 16 goal 2: the block's packing over 10,000 random (person, budget) cases of the injection data set.
+bench-packing: $(STAMP)
+	$(BIN)/python -m bench.packing
+
 bench-http: $(STAMP)
 	$(BIN)/python -m bench.http
 
@@ -66,7 +70,8 @@ eval-search: $(STAMP)
 bench-turns: $(STAMP)
 	$(BIN)/python -m bench.turns
 
-bench: bench-search bench-injection bench-export bench-http bench-turns bench-embed
+# Every goal of issue 16 that has a benchmark, each printing PASS or FAIL with its numbers (docs/performance.md).
+bench: bench-injection bench-packing bench-search bench-export bench-http bench-turns bench-embed
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

@@ -362,30 +362,52 @@ async def candidates(db: AsyncSession, scope: Scope, half_lives: Mapping[str, fl
     return found
 
 
+def _filtered_query(scope: Scope, half_lives: Mapping[str, float], sel: Selection, section: str,
+                    position: int) -> Any:
+    checks: list[tuple[ColumnElement[bool], str]] = [
+        (and_(R.c.expires_at.is_not(None), R.c.expires_at <= evaluated_at(_at(sel))), "expired"),
+        (R.c.status != _const("active"), "replaced"),
+    ]
+    if sel.types:
+        checks.append((R.c.type != func.all(TYPES), "filtered_by_type"))
+    if sel.metadata:
+        checks.append((not_(R.c.metadata.op("@>")(METADATA)), "filtered_by_metadata"))
+    if sel.min_confidence:
+        minimum = bindparam("inj_min", type_=Float)
+        checks.append((effective_expr(half_lives, at=_at(sel)) < minimum, "below_min_confidence"))
+    reason = case(*checks, else_=None)
+    return (select(R.c.id, R.c.type, reason.label("reason"), literal(position).label("section_position"))
+            .where(*readable(scope, bound=True), R.c.index_id == INDEX, _owner(section, sel.person),
+                   _section_kind(section), or_(*[condition for condition, _ in checks]),
+                   R.c.id != func.all(bindparam("inj_seen", type_=ARRAY(Text))))
+            .limit(bindparam("inj_reasons", type_=Integer)).subquery(f"f{position}"))
+
+
 async def filtered_out(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,
-                       section: str, bound: int, exclude: Sequence[str]) -> list[dict[str, Any]]:
-    """For the previewer: up to `bound` records of the section the person reaches that a filter kept out.
+                       sections: Sequence[str], bound: int, exclude: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """For the previewer: per section, up to `bound` records the person reaches that a filter kept out.
 
     Only the reasons that can apply are asked for (expired and replaced always; type, metadata and confidence
     when the block sets them), and no order is imposed, so PostgreSQL stops at the bound: the expired and
-    replaced branches are partial-index ranges, so a store with nothing left out answers in milliseconds.
+    replaced branches are partial-index ranges, so a store with nothing left out answers in milliseconds. One
+    statement for every section, built once per shape.
     """
-    checks: list[tuple[ColumnElement[bool], str]] = [
-        (and_(R.c.expires_at.is_not(None), R.c.expires_at <= evaluated_at(sel.at)), "expired"),
-        (R.c.status != "active", "replaced"),
-    ]
-    if sel.types:
-        checks.append((R.c.type.not_in(list(sel.types)), "filtered_by_type"))
-    if sel.metadata:
-        checks.append((not_(R.c.metadata.op("@>")(bindparam(None, dict(sel.metadata), type_=JSONB))),
-                       "filtered_by_metadata"))
-    if sel.min_confidence:
-        checks.append((effective_expr(half_lives, at=sel.at) < sel.min_confidence, "below_min_confidence"))
-    reason = case(*checks, else_=None)
-    query = (select(R.c.id, R.c.type, reason.label("reason"))
-             .where(*readable(scope), R.c.index_id == sel.index_id, _owner(section, sel.person),
-                    _section_kind(section), or_(*[condition for condition, _ in checks]))
-             .limit(bound))
-    if exclude:
-        query = query.where(R.c.id.not_in(list(exclude)))
-    return _rows(await db.execute(query, {"inj_person": sel.person}))
+    if not sections:
+        return {}
+    shape = ("filtered", scope.shape, tuple(sorted(half_lives.items())), tuple(sections), sel.person is None,
+             bool(sel.types), bool(sel.metadata), bool(sel.min_confidence), sel.at is None)
+    statement = _statements.get(shape)
+    if statement is None:
+        parts = [_filtered_query(scope, half_lives, sel, s, i) for i, s in enumerate(sections)]
+        statement = _statements[shape] = Prepared(union_all(*[select(p) for p in parts]))
+        if len(_statements) > _STATEMENTS_KEPT:
+            _statements.popitem(last=False)
+    else:
+        _statements.move_to_end(shape)
+    params = {**scope_params(scope), "inj_person": sel.person, "inj_index": sel.index_id, "inj_at": sel.at,
+              "inj_types": list(sel.types), "inj_metadata": dict(sel.metadata), "inj_min": sel.min_confidence,
+              "inj_seen": list(exclude), "inj_reasons": bound}
+    found: dict[str, list[dict[str, Any]]] = {s: [] for s in sections}
+    for row in await statement.all(db, {name: params[name] for name in statement.names}):
+        found[sections[row["section_position"]]].append(row)
+    return found
