@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http \
-	bench-turns bench-embed bench-packing eval-search clean
+	bench-turns bench-embed bench-packing bench-writes eval-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,10 @@ bench-packing: $(STAMP)
 bench-http: $(STAMP)
 	$(BIN)/python -m bench.http
 
+# Issue 16 goal 5: POST /memory/batch against COPY, POST /memory against a hand-written transaction.
+bench-writes: $(STAMP)
+	$(BIN)/python -m bench.writes
+
 bench-embed: $(STAMP)
 	$(BIN)/python -m bench.embed
 
@@ -71,7 +75,7 @@ bench-turns: $(STAMP)
 	$(BIN)/python -m bench.turns
 
 # Every goal of issue 16 that has a benchmark, each printing PASS or FAIL with its numbers (docs/performance.md).
-bench: bench-injection bench-packing bench-search bench-export bench-http bench-turns bench-embed
+bench: bench-injection bench-packing bench-search bench-writes bench-export bench-http bench-turns bench-embed
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

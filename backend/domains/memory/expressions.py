@@ -134,7 +134,9 @@ def scope_params(scope: Scope) -> dict[str, Any]:
 def _partner(scope: Scope, column: Any, bound: bool) -> ColumnElement[Any]:
     """The partner's id only when the reader may see the partner (MEM-16, MEM-17)."""
     seen = exists().where(PARTNER.c.id == column, _visible(scope, PARTNER, bound)).correlate(R)
-    return case((seen, column), else_=None)
+    # Most records have no partner: asking NULL first spares one subquery per row and partner column, which a
+    # planner misled by stale statistics (a new organisation) ran as a scan of the organisation's records.
+    return case((column.is_(None), None), (seen, column), else_=None)
 
 
 HIDDEN = frozenset({"embedding", "embedding_model", "search", "norm_hash", "contested_with", "replaces", "replaced_by"})
