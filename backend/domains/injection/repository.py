@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -202,17 +202,10 @@ def _order(section: str, half_lives: Mapping[str, float], sel: Selection, rankin
     return [effective.desc(), *ties]
 
 
-def _rows(result: Any) -> list[dict[str, Any]]:
-    return [{str(k): v for k, v in row._mapping.items()} for row in result]
-
-
 def _reachable(scope: Scope, section: str, person: str | None) -> list[ColumnElement[bool]]:
-    """The scope's clause; where the section fixes the owner, with that owner written in.
-
-    The section's own WHERE already pins the owner, so the policy's owner tests fold to constants (the statement
-    runs with custom plans, which see the person's id) and only its label tests stay. The planner then reads the
-    section's ranked index range instead of OR-ing bitmaps of the person's and the shared records.
-    """
+    """The scope's clause with the owner the section pins written in: its owner tests fold to constants under
+    custom plans and only its label tests stay, so the planner reads the section's ranked index range instead
+    of OR-ing bitmaps of the person's and the shared records."""
     owner: Any = None
     if section == "organisation":
         owner = null()
@@ -289,12 +282,8 @@ def _confidence_floor(half_lives: Mapping[str, float], sel: Selection, where: li
 
 
 def _bound_params(bounds: Mapping[str, int], sections: Sequence[str]) -> dict[str, int]:
-    params: dict[str, int] = {}
-    for position, section in enumerate(sections):
-        bound = bounds[section]
-        params |= {f"inj_bound{position}": bound, f"inj_head{position}": max(HEAD, bound),
-                   f"inj_floor{position}": bound - 1}
-    return params
+    return {f"inj_{kind}{i}": value for i, section in enumerate(sections) for kind, value in (
+        ("bound", bounds[section]), ("head", max(HEAD, bounds[section])), ("floor", bounds[section] - 1))}
 
 
 # Statements by shape: what their SQL depends on (the scope's shape, the half-lives, the sections asked for, which
@@ -311,20 +300,26 @@ def _shape(scope: Scope, half_lives: Mapping[str, float], sel: Selection, sectio
             None if ranking.vector is None else len(ranking.vector))
 
 
-def candidates_statement(scope: Scope, half_lives: Mapping[str, float], sel: Selection, sections: Sequence[str],
-                         ranking: Ranking) -> Prepared:
-    """The candidates statement of this shape, built and compiled the first time the shape is asked for."""
-    shape = _shape(scope, half_lives, sel, sections, ranking)
+def _cached(shape: tuple[Any, ...], build: Callable[[], Any]) -> Prepared:
+    """The statement of this shape, built and compiled the first time the shape is asked for."""
     found = _statements.get(shape)
     if found is not None:
         _statements.move_to_end(shape)
         return found
-    parts = [_section_query(scope, half_lives, sel, s, ranking, i) for i, s in enumerate(sections)]
-    union = union_all(*[select(p) for p in parts]).subquery("candidates")
-    found = _statements[shape] = Prepared(select(union).order_by(union.c.section_position, union.c.rank))
+    found = _statements[shape] = Prepared(build())
     if len(_statements) > _STATEMENTS_KEPT:
         _statements.popitem(last=False)
     return found
+
+
+def candidates_statement(scope: Scope, half_lives: Mapping[str, float], sel: Selection, sections: Sequence[str],
+                         ranking: Ranking) -> Prepared:
+    def build() -> Any:
+        parts = [_section_query(scope, half_lives, sel, s, ranking, i) for i, s in enumerate(sections)]
+        union = union_all(*[select(p) for p in parts]).subquery("candidates")
+        return select(union).order_by(union.c.section_position, union.c.rank)
+
+    return _cached(_shape(scope, half_lives, sel, sections, ranking), build)
 
 
 def candidates_params(scope: Scope, half_lives: Mapping[str, float], sel: Selection, bounds: Mapping[str, int],
@@ -338,11 +333,9 @@ def candidates_params(scope: Scope, half_lives: Mapping[str, float], sel: Select
     return params
 
 
-# The planner cannot know how few rows pass a confidence floor computed in the same statement, expects thousands
-# and starts parallel workers, whose start-up (about 6 ms each) costs more than the ranges they read: serial for
-# the rest of this transaction (about 60 ms to 35 ms per block at a million records). Custom plans, because the
-# person's id and the instant must be seen by the planner to fold the policy's owner tests and match the ranges,
-# which a generic plan of the prepared statement would not.
+# Serial (the planner cannot see how few rows pass a floor computed in the same statement and starts parallel
+# workers that cost more than the ranges they read: about 60 to 35 ms per block at 1M records) and custom plans (a
+# generic plan of the prepared statement cannot fold the policy's owner tests against the person's id).
 _SESSION_SETTINGS = "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL plan_cache_mode = force_custom_plan"
 
 
@@ -396,14 +389,8 @@ async def filtered_out(db: AsyncSession, scope: Scope, half_lives: Mapping[str, 
         return {}
     shape = ("filtered", scope.shape, tuple(sorted(half_lives.items())), tuple(sections), sel.person is None,
              bool(sel.types), bool(sel.metadata), bool(sel.min_confidence), sel.at is None)
-    statement = _statements.get(shape)
-    if statement is None:
-        parts = [_filtered_query(scope, half_lives, sel, s, i) for i, s in enumerate(sections)]
-        statement = _statements[shape] = Prepared(union_all(*[select(p) for p in parts]))
-        if len(_statements) > _STATEMENTS_KEPT:
-            _statements.popitem(last=False)
-    else:
-        _statements.move_to_end(shape)
+    statement = _cached(shape, lambda: union_all(*[select(_filtered_query(scope, half_lives, sel, s, i))
+                                                    for i, s in enumerate(sections)]))
     params = {**scope_params(scope), "inj_person": sel.person, "inj_index": sel.index_id, "inj_at": sel.at,
               "inj_types": list(sel.types), "inj_metadata": dict(sel.metadata), "inj_min": sel.min_confidence,
               "inj_seen": list(exclude), "inj_reasons": bound}
