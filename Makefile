@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http \
-	bench-turns bench-embed bench-dashboard bench-rls eval-search clean
+	bench-turns bench-embed bench-dashboard bench-rls bench-packing bench-writes eval-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,8 +53,16 @@ bench-injection: $(STAMP)
 bench-export: $(STAMP)
 	$(BIN)/python -m bench.export
 
+# Issue 16 goal 2: the block's packing over 10,000 random (person, budget) cases of the injection data set.
+bench-packing: $(STAMP)
+	$(BIN)/python -m bench.packing
+
 bench-http: $(STAMP)
 	$(BIN)/python -m bench.http
+
+# Issue 16 goal 5: POST /memory/batch against COPY, POST /memory against a hand-written transaction.
+bench-writes: $(STAMP)
+	$(BIN)/python -m bench.writes
 
 bench-embed: $(STAMP)
 	$(BIN)/python -m bench.embed
@@ -73,7 +81,9 @@ eval-search: $(STAMP)
 bench-turns: $(STAMP)
 	$(BIN)/python -m bench.turns
 
-bench: bench-search bench-injection bench-export bench-http bench-turns bench-embed bench-dashboard
+# Every goal of issue 16 that has a benchmark, each printing PASS or FAIL with its numbers (bench/results/performance.md).
+bench: bench-injection bench-packing bench-search bench-writes bench-export bench-http bench-turns bench-embed \
+	bench-dashboard bench-rls
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

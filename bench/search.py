@@ -357,8 +357,8 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
         row["ratio"] = row["service_p50"] / row["raw_p50"]
         row["ratio_same"] = row["service_p50"] / row["same_p50"]
         absolute = row["service_p50"] <= 20 and row["service_p95"] <= 100
-        row["ok"] = row["ratio"] <= 1.2 and absolute  # the goal as the issue states it
-        row["ok_same"] = row["ratio_same"] <= 1.2 and absolute
+        row["ok"] = row["ratio_same"] <= SAME_GOAL and absolute  # issue 16 goal 4: against the same-page statement
+        row["ok_raw"] = row["ratio"] <= 1.2 and absolute  # the earlier goal, against the bare tsquery
         rows.append(row)
     await http.aclose()
     server.should_exit = True
@@ -367,9 +367,19 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     return rows
 
 
+SAME_GOAL = 1.15
+
+
+def goals(rows: list[dict[str, Any]]) -> list[str]:
+    """Issue 16, goal 4: per query class PASS or FAIL with its numbers."""
+    return [f"- {'PASS' if r['ok'] else 'FAIL'}: {r['class']} `{r['query']}`: service p50 {r['service_p50']:.2f} ms "
+            f"(goal ≤ 20), p95 {r['service_p95']:.2f} ms (goal ≤ 100), {r['ratio_same']:.2f}× the same-page "
+            f"statement's p50 {r['same_p50']:.2f} ms (goal ≤ {SAME_GOAL}×)" for r in rows]
+
+
 def render(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]], meta: dict[str, Any], repeat: int) -> str:
     lines = [
-        "# Search benchmark (THR-7)",
+        "# Search benchmark (THR-7, issue 16 goal 4)",
         "",
         f"Data: {meta['messages']:,} messages in {meta['threads']:,} threads over {DAYS} days, Zipf vocabulary "
         f"(Dutch and English head, made-up tail), seed {meta['seed']}. Frequent word `{meta['frequent']}` is in "
@@ -398,13 +408,12 @@ def render(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]], meta: dict[s
         "- hits: rows on the first page (the service reads one 7-day slice, so a rare word can come back short "
         "where raw, reading all history, fills its page).",
         "",
-        "Goal per class (the issue's words): service p50 ≤ 1.2× raw and ≤ 20 ms, service p95 ≤ 100 ms. "
-        "**`goal met` judges exactly that, against the raw tsquery.** That baseline does less work than the "
-        "service for frequent words (no slice bounds, no join for the scope, no snippets) and different work "
-        "for rare ones (all history: a full page where the service's slice has none, and the slow `or`). "
-        "`service/same` and `≤ 1.2× same` show the service against the same work done by one hand-written "
-        "statement: what the platform's Python, driver and plumbing add. They are shown beside the goal, "
-        "not in place of it. Ratios are shown rounded; the yes/no columns compare the unrounded ones.",
+        "Goal per class (issue 16, goal 4): service p50 ≤ 20 ms, p95 ≤ 100 ms and p50 ≤ 1.15× the same-page "
+        "statement (the same work written by hand: what the platform's Python, driver and plumbing add). "
+        "`goal met` judges exactly that. The bare tsquery does less work for frequent words (no slice bounds, "
+        "no scope, no snippets) and different work for rare ones (all history); `≤ 1.2× raw` shows the earlier "
+        "goal against it, beside the goal, not in place of it. Ratios are shown rounded; the yes/no columns "
+        "compare the unrounded ones. Machine: 2 cores shared with other workers.",
     ]
     for number, (rows, info) in enumerate(runs, 1):
         lines += [
@@ -414,7 +423,7 @@ def render(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]], meta: dict[s
             "",
             "| class | query | raw p50 | raw p95 | same p50 | same p95 | same, no snippets p50 | service p50 "
             "| service p95 | service/raw | service/same | http p50 | http p95 | hits raw/same/service "
-            "| goal met (vs raw) | ≤ 1.2× same |",
+            "| goal met | ≤ 1.2× raw |",
             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- "
             "| --- |",
         ]
@@ -425,7 +434,8 @@ def render(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]], meta: dict[s
                 f"{r['ratio']:.2f}× | "
                 f"{r['ratio_same']:.2f}× | {r['http_p50']:.2f} | {r['http_p95']:.2f} | "
                 f"{r['raw_hits']}/{r['same_hits']}/{r['service_hits']} | {'yes' if r['ok'] else 'no'} | "
-                f"{'yes' if r['ok_same'] else 'no'} |")
+                f"{'yes' if r['ok_raw'] else 'no'} |")
+        lines += ["", *goals(rows)]
     lines.append("")
     return "\n".join(lines)
 

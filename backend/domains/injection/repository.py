@@ -7,7 +7,8 @@ turn for a person never reaches another person's record even where the policy wo
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,7 +16,10 @@ from typing import Any
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     ColumnElement,
+    DateTime,
     Float,
+    Integer,
+    Text,
     and_,
     bindparam,
     case,
@@ -27,19 +31,22 @@ from sqlalchemy import (
     null,
     or_,
     select,
-    text,
     union_all,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
+from backend.db.prepared import Prepared, driver_connection
 from backend.domains.memory.expressions import (
+    ORG_PARAM,
     R,
     effective_expr,
     evaluated_at,
     min_confidence_clause,
+    min_confidence_params,
     readable,
+    scope_params,
     tsquery,
     unexpired,
 )
@@ -82,15 +89,36 @@ def or_query(text: str | None) -> str | None:
     return " or ".join(words) if words else None
 
 
+# The statement's per-call values, all named parameters: one statement serves every person, input and instant of
+# the same shape (house rule 12). Everything else it holds is fixed by the shape (`_shape`).
+PERSON = bindparam("inj_person", type_=Text)
+INDEX = bindparam("inj_index", type_=Text)
+AT = bindparam("inj_at", type_=DateTime(timezone=True))
+TYPES = bindparam("inj_types", type_=ARRAY(Text))
+METADATA = bindparam("inj_metadata", type_=JSONB)
+QUERY = bindparam("inj_q", type_=Text)
+VECTOR = bindparam("inj_vector", type_=Vector())
+MODEL = bindparam("inj_model", type_=Text)
+CONFIDENCE = "inj_conf"
+
+
+def _bound(kind: str, position: int) -> Any:
+    return bindparam(f"inj_{kind}{position}", type_=Integer)
+
+
+def _at(sel: Selection) -> Any:
+    return None if sel.at is None else AT
+
+
 def _owner(section: str, person: str | None) -> ColumnElement[bool]:
     if section in ("behaviour", "about_this_person"):
-        return R.c.subject == person if person is not None else literal(False)
+        return R.c.subject == PERSON if person is not None else literal_column("false")
     if section == "organisation":
         return R.c.subject.is_(None)
     # commitments and past sessions: hers and the shared ones for a person; shared only for nobody
     if person is None:
         return R.c.subject.is_(None)
-    return or_(R.c.subject == person, R.c.subject.is_(None)) if section == "commitments" else R.c.subject == person
+    return or_(R.c.subject == PERSON, R.c.subject.is_(None)) if section == "commitments" else R.c.subject == PERSON
 
 
 def _const(value: str) -> Any:
@@ -113,17 +141,17 @@ def _section_kind(section: str) -> ColumnElement[bool]:
         return R.c.type == _const("behaviour")
     if section == "past_sessions":
         return R.c.type == _const("episode")
-    return R.c.type.not_in(NOT_PERSONAL_OR_SHARED)
+    return R.c.type.not_in([_const(t) for t in NOT_PERSONAL_OR_SHARED])
 
 
 def _filters(sel: Selection, half_lives: Mapping[str, float]) -> list[ColumnElement[bool]]:
     where: list[ColumnElement[bool]] = []
     if sel.types:
-        where.append(R.c.type.in_(list(sel.types)))
+        where.append(R.c.type == func.any(TYPES))
     if sel.metadata:
-        where.append(R.c.metadata.op("@>")(bindparam(None, dict(sel.metadata), type_=JSONB)))
-    if sel.min_confidence:
-        where.append(min_confidence_clause(half_lives, sel.min_confidence, at=sel.at))
+        where.append(R.c.metadata.op("@>")(METADATA))
+    if sel.min_confidence and sel.min_confidence > 0:
+        where.append(min_confidence_clause(half_lives, sel.min_confidence, at=_at(sel), name=CONFIDENCE))
     return where
 
 
@@ -133,11 +161,11 @@ def _relevance(ranking: Ranking) -> ColumnElement[Any]:
     similarity: Any = None
     if ranking.vector is not None:
         dims = len(ranking.vector)
-        qv = cast(bindparam(None, ranking.vector, type_=Vector()), Vector(dims))
+        qv = cast(VECTOR, Vector(dims))
         cosine = 1 - cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
-        comparable = and_(func.vector_dims(R.c.embedding) == dims, R.c.embedding_model == ranking.model)
+        comparable = and_(func.vector_dims(R.c.embedding) == dims, R.c.embedding_model == MODEL)
         similarity = case((comparable, func.greatest(cosine, 0)), else_=0.0)
-    words = func.ts_rank_cd(R.c.search, tsquery(ranking.text_query), 32) if ranking.text_query else None
+    words = func.ts_rank_cd(R.c.search, tsquery(QUERY), 32) if ranking.text_query else None
     if similarity is not None and words is not None:
         return cast(TEXT_SHARE * words + (1 - TEXT_SHARE) * similarity, Float)
     if similarity is not None:
@@ -150,18 +178,18 @@ def _relevance(ranking: Ranking) -> ColumnElement[Any]:
 def _columns(half_lives: Mapping[str, float], sel: Selection, relevance: ColumnElement[Any]) -> list[Any]:
     return [R.c.id, R.c.subject, R.c.type, R.c.text, R.c.contested, R.c.commitment, R.c.episode, R.c.provenance,
             R.c.recall_count, R.c.created_at, R.c.updated_at,
-            effective_expr(half_lives, at=sel.at).label("effective_confidence"), relevance.label("relevance")]
+            effective_expr(half_lives, at=_at(sel)).label("effective_confidence"), relevance.label("relevance")]
 
 
 def _order(section: str, half_lives: Mapping[str, float], sel: Selection, ranking: Ranking,
            relevance: ColumnElement[Any]) -> list[Any]:
-    effective = effective_expr(half_lives, at=sel.at)
+    effective = effective_expr(half_lives, at=_at(sel))
     if section == "commitments":
         return [COMMITMENT_DUE.asc().nulls_last(), effective.desc(), R.c.id.asc()]
     if section == "behaviour":
         return [R.c.created_at.desc(), R.c.id.desc()]
     if section == "past_sessions":
-        age_days = func.greatest(func.extract("epoch", evaluated_at(sel.at) - R.c.created_at), 0) / 86400.0
+        age_days = func.greatest(func.extract("epoch", evaluated_at(_at(sel)) - R.c.created_at), 0) / 86400.0
         recency = func.power(0.5, age_days / EPISODE_HALF_LIFE_DAYS)
         has_input = ranking.vector is not None or bool(ranking.text_query)
         score = 0.7 * relevance + 0.3 * recency if has_input else recency
@@ -174,52 +202,45 @@ def _order(section: str, half_lives: Mapping[str, float], sel: Selection, rankin
     return [effective.desc(), *ties]
 
 
-def _rows(result: Any) -> list[dict[str, Any]]:
-    return [{str(k): v for k, v in row._mapping.items()} for row in result]
-
-
 def _reachable(scope: Scope, section: str, person: str | None) -> list[ColumnElement[bool]]:
-    """The scope's clause; where the section fixes the owner, with that owner written in as a constant.
-
-    The section's own WHERE already pins the owner, so the policy's owner tests fold to constants and only
-    its label tests stay. The planner then reads the section's ranked index range instead of OR-ing bitmaps
-    of the person's and the shared records.
-    """
+    """The scope's clause with the owner the section pins written in: its owner tests fold to constants under
+    custom plans and only its label tests stay, so the planner reads the section's ranked index range instead
+    of OR-ing bitmaps of the person's and the shared records."""
     owner: Any = None
     if section == "organisation":
         owner = null()
     elif section in ("behaviour", "about_this_person") and person is not None:
-        owner = literal(person)
+        owner = PERSON
     if owner is None:
-        return readable(scope)
+        return readable(scope, bound=True)
     return _readable_as(scope, owner)
 
 
 def _readable_as(scope: Scope, owner: Any) -> list[ColumnElement[bool]]:
-    """`readable(scope)` for rows whose owner the caller's WHERE fixes to `owner` (a constant)."""
-    return [R.c.org_id == scope.org_id, scope.index_clause(R.c.index_id),
-            scope.visible("memory_record", "see", owner, R.c.labels)]
+    """`readable(scope)` for rows whose owner the caller's WHERE fixes to `owner` (a constant or the person)."""
+    return [R.c.org_id == bindparam(ORG_PARAM, type_=Text), scope.index_clause(R.c.index_id),
+            scope.visible("memory_record", "see", owner, R.c.labels, bound=True)]
 
 
 def _section_query(scope: Scope, half_lives: Mapping[str, float], sel: Selection, section: str, ranking: Ranking,
-                   bound: int, position: int) -> Any:
+                   position: int) -> Any:
     if section == "commitments" and sel.person is not None:
-        return _commitments_of_person(scope, half_lives, sel, ranking, bound, position)
+        return _commitments_of_person(scope, half_lives, sel, ranking, position)
     relevance = _relevance(ranking)
     order = _order(section, half_lives, sel, ranking, relevance)
-    where = [*_reachable(scope, section, sel.person), R.c.index_id == sel.index_id, ACTIVE, unexpired(sel.at),
+    where = [*_reachable(scope, section, sel.person), R.c.index_id == INDEX, ACTIVE, unexpired(_at(sel)),
              _owner(section, sel.person), _section_kind(section), *_filters(sel, half_lives)]
     by_confidence = section in ("about_this_person", "organisation") and not (
         ranking.mode != "confidence" and (ranking.vector is not None or ranking.text_query))
     if by_confidence:
-        where.append(R.c.confidence >= _confidence_floor(half_lives, sel, where, bound))
+        where.append(R.c.confidence >= _confidence_floor(half_lives, sel, where, position))
     return (select(*_columns(half_lives, sel, relevance), literal(position).label("section_position"),
                    func.row_number().over(order_by=order).label("rank"))
-            .where(*where).order_by(*order).limit(bound).subquery(f"s{position}"))
+            .where(*where).order_by(*order).limit(_bound("bound", position)).subquery(f"s{position}"))
 
 
 def _commitments_of_person(scope: Scope, half_lives: Mapping[str, float], sel: Selection, ranking: Ranking,
-                           bound: int, position: int) -> Any:
+                           position: int) -> Any:
     """Her open commitments and the shared ones, soonest due first: the best `bound` of each, then of both.
 
     Hers and the shared ones are two ranges of the open-commitment indexes, each already in due order, so
@@ -228,9 +249,10 @@ def _commitments_of_person(scope: Scope, half_lives: Mapping[str, float], sel: S
     """
     relevance = _relevance(ranking)
     order = _order("commitments", half_lives, sel, ranking, relevance)
+    bound = _bound("bound", position)
     branches = []
-    for owner, owner_is in ((literal(sel.person), R.c.subject == sel.person), (null(), R.c.subject.is_(None))):
-        where = [*_readable_as(scope, owner), R.c.index_id == sel.index_id, ACTIVE, unexpired(sel.at), owner_is,
+    for owner, owner_is in ((PERSON, R.c.subject == PERSON), (null(), R.c.subject.is_(None))):
+        where = [*_readable_as(scope, owner), R.c.index_id == INDEX, ACTIVE, unexpired(_at(sel)), owner_is,
                  _section_kind("commitments"), *_filters(sel, half_lives)]
         branch = (select(*_columns(half_lives, sel, relevance), COMMITMENT_DUE.label("due"))
                   .where(*where).order_by(*order).limit(bound).subquery())
@@ -243,7 +265,7 @@ def _commitments_of_person(scope: Scope, half_lives: Mapping[str, float], sel: S
 
 
 def _confidence_floor(half_lives: Mapping[str, float], sel: Selection, where: list[ColumnElement[bool]],
-                      bound: int) -> ColumnElement[Any]:
+                      position: int) -> ColumnElement[Any]:
     """A stored-confidence floor that keeps the top `bound` records by effective confidence, exactly.
 
     Decay never raises a confidence (effective <= stored). Take the HEAD records with the highest stored
@@ -252,10 +274,69 @@ def _confidence_floor(half_lives: Mapping[str, float], sel: Selection, where: li
     at least t. So ranking only the records with stored confidence >= t gives the same top `bound` as ranking
     them all, while PostgreSQL reads an index range instead of sorting a whole store's shared records.
     """
-    head = (select(effective_expr(half_lives, at=sel.at).label("eff")).where(*where)
-            .order_by(R.c.confidence.desc()).limit(max(HEAD, bound)).subquery())
-    floor = select(head.c.eff).order_by(head.c.eff.desc()).offset(bound - 1).limit(1).scalar_subquery()
+    head = (select(effective_expr(half_lives, at=_at(sel)).label("eff")).where(*where)
+            .order_by(R.c.confidence.desc()).limit(_bound("head", position)).subquery())
+    floor = (select(head.c.eff).order_by(head.c.eff.desc()).offset(_bound("floor", position)).limit(1)
+             .scalar_subquery())
     return func.coalesce(floor, 0.0)
+
+
+def _bound_params(bounds: Mapping[str, int], sections: Sequence[str]) -> dict[str, int]:
+    return {f"inj_{kind}{i}": value for i, section in enumerate(sections) for kind, value in (
+        ("bound", bounds[section]), ("head", max(HEAD, bounds[section])), ("floor", bounds[section] - 1))}
+
+
+# Statements by shape: what their SQL depends on (the scope's shape, the half-lives, the sections asked for, which
+# filters and inputs are present), never a person's id, a filter's value, the input or a bound.
+_statements: OrderedDict[tuple[Any, ...], Prepared] = OrderedDict()
+_STATEMENTS_KEPT = 256
+
+
+def _shape(scope: Scope, half_lives: Mapping[str, float], sel: Selection, sections: Sequence[str],
+           ranking: Ranking) -> tuple[Any, ...]:
+    return ("candidates", scope.shape, tuple(sorted(half_lives.items())), tuple(sections), sel.person is None,
+            bool(sel.types), bool(sel.metadata), bool(sel.min_confidence and sel.min_confidence > 0),
+            sel.at is None, ranking.mode, bool(ranking.text_query),
+            None if ranking.vector is None else len(ranking.vector))
+
+
+def _cached(shape: tuple[Any, ...], build: Callable[[], Any]) -> Prepared:
+    """The statement of this shape, built and compiled the first time the shape is asked for."""
+    found = _statements.get(shape)
+    if found is not None:
+        _statements.move_to_end(shape)
+        return found
+    found = _statements[shape] = Prepared(build())
+    if len(_statements) > _STATEMENTS_KEPT:
+        _statements.popitem(last=False)
+    return found
+
+
+def candidates_statement(scope: Scope, half_lives: Mapping[str, float], sel: Selection, sections: Sequence[str],
+                         ranking: Ranking) -> Prepared:
+    def build() -> Any:
+        parts = [_section_query(scope, half_lives, sel, s, ranking, i) for i, s in enumerate(sections)]
+        union = union_all(*[select(p) for p in parts]).subquery("candidates")
+        return select(union).order_by(union.c.section_position, union.c.rank)
+
+    return _cached(_shape(scope, half_lives, sel, sections, ranking), build)
+
+
+def candidates_params(scope: Scope, half_lives: Mapping[str, float], sel: Selection, bounds: Mapping[str, int],
+                      sections: Sequence[str], ranking: Ranking) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        **scope_params(scope), "inj_person": sel.person, "inj_index": sel.index_id, "inj_at": sel.at,
+        "inj_types": list(sel.types), "inj_metadata": dict(sel.metadata), "inj_q": ranking.text_query,
+        "inj_vector": ranking.vector, "inj_model": ranking.model, **_bound_params(bounds, sections)}
+    if sel.min_confidence and sel.min_confidence > 0:
+        params |= min_confidence_params(half_lives, sel.min_confidence, CONFIDENCE)
+    return params
+
+
+# Serial (the planner cannot see how few rows pass a floor computed in the same statement and starts parallel
+# workers that cost more than the ranges they read: about 60 to 35 ms per block at 1M records) and custom plans (a
+# generic plan of the prepared statement cannot fold the policy's owner tests against the person's id).
+_SESSION_SETTINGS = "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL plan_cache_mode = force_custom_plan"
 
 
 async def candidates(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,
@@ -264,43 +345,56 @@ async def candidates(db: AsyncSession, scope: Scope, half_lives: Mapping[str, fl
     sections = [s for s, bound in bounds.items() if bound > 0]
     if not sections:
         return {}
-    parts = [_section_query(scope, half_lives, sel, s, ranking, bounds[s], i) for i, s in enumerate(sections)]
-    union = union_all(*[select(p) for p in parts]).subquery("candidates")
-    query = select(union).order_by(union.c.section_position, union.c.rank)
+    statement = candidates_statement(scope, half_lives, sel, sections, ranking)
+    params = candidates_params(scope, half_lives, sel, bounds, sections, ranking)
+    driver = await driver_connection(db)
+    await driver.execute(_SESSION_SETTINGS)
     found: dict[str, list[dict[str, Any]]] = {s: [] for s in sections}
-    # The planner cannot know how few rows pass a confidence floor computed in the same statement, expects
-    # thousands and starts parallel workers, whose start-up (about 6 ms each) costs more than the ranges they
-    # read. Serial for the rest of this transaction: about 60 ms to 35 ms per block at a million records.
-    await db.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
-    for row in _rows(await db.execute(query)):
+    for row in await statement.all(db, {name: params[name] for name in statement.names}):
         found[sections[row["section_position"]]].append(row)
     return found
 
 
+def _filtered_query(scope: Scope, half_lives: Mapping[str, float], sel: Selection, section: str,
+                    position: int) -> Any:
+    checks: list[tuple[ColumnElement[bool], str]] = [
+        (and_(R.c.expires_at.is_not(None), R.c.expires_at <= evaluated_at(_at(sel))), "expired"),
+        (R.c.status != _const("active"), "replaced"),
+    ]
+    if sel.types:
+        checks.append((R.c.type != func.all(TYPES), "filtered_by_type"))
+    if sel.metadata:
+        checks.append((not_(R.c.metadata.op("@>")(METADATA)), "filtered_by_metadata"))
+    if sel.min_confidence:
+        minimum = bindparam("inj_min", type_=Float)
+        checks.append((effective_expr(half_lives, at=_at(sel)) < minimum, "below_min_confidence"))
+    reason = case(*checks, else_=None)
+    return (select(R.c.id, R.c.type, reason.label("reason"), literal(position).label("section_position"))
+            .where(*readable(scope, bound=True), R.c.index_id == INDEX, _owner(section, sel.person),
+                   _section_kind(section), or_(*[condition for condition, _ in checks]),
+                   R.c.id != func.all(bindparam("inj_seen", type_=ARRAY(Text))))
+            .limit(bindparam("inj_reasons", type_=Integer)).subquery(f"f{position}"))
+
+
 async def filtered_out(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,
-                       section: str, bound: int, exclude: Sequence[str]) -> list[dict[str, Any]]:
-    """For the previewer: up to `bound` records of the section the person reaches that a filter kept out.
+                       sections: Sequence[str], bound: int, exclude: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """For the previewer: per section, up to `bound` records the person reaches that a filter kept out.
 
     Only the reasons that can apply are asked for (expired and replaced always; type, metadata and confidence
     when the block sets them), and no order is imposed, so PostgreSQL stops at the bound: the expired and
-    replaced branches are partial-index ranges, so a store with nothing left out answers in milliseconds.
+    replaced branches are partial-index ranges, so a store with nothing left out answers in milliseconds. One
+    statement for every section, built once per shape.
     """
-    checks: list[tuple[ColumnElement[bool], str]] = [
-        (and_(R.c.expires_at.is_not(None), R.c.expires_at <= evaluated_at(sel.at)), "expired"),
-        (R.c.status != "active", "replaced"),
-    ]
-    if sel.types:
-        checks.append((R.c.type.not_in(list(sel.types)), "filtered_by_type"))
-    if sel.metadata:
-        checks.append((not_(R.c.metadata.op("@>")(bindparam(None, dict(sel.metadata), type_=JSONB))),
-                       "filtered_by_metadata"))
-    if sel.min_confidence:
-        checks.append((effective_expr(half_lives, at=sel.at) < sel.min_confidence, "below_min_confidence"))
-    reason = case(*checks, else_=None)
-    query = (select(R.c.id, R.c.type, reason.label("reason"))
-             .where(*readable(scope), R.c.index_id == sel.index_id, _owner(section, sel.person),
-                    _section_kind(section), or_(*[condition for condition, _ in checks]))
-             .limit(bound))
-    if exclude:
-        query = query.where(R.c.id.not_in(list(exclude)))
-    return _rows(await db.execute(query))
+    if not sections:
+        return {}
+    shape = ("filtered", scope.shape, tuple(sorted(half_lives.items())), tuple(sections), sel.person is None,
+             bool(sel.types), bool(sel.metadata), bool(sel.min_confidence), sel.at is None)
+    statement = _cached(shape, lambda: union_all(*[select(_filtered_query(scope, half_lives, sel, s, i))
+                                                    for i, s in enumerate(sections)]))
+    params = {**scope_params(scope), "inj_person": sel.person, "inj_index": sel.index_id, "inj_at": sel.at,
+              "inj_types": list(sel.types), "inj_metadata": dict(sel.metadata), "inj_min": sel.min_confidence,
+              "inj_seen": list(exclude), "inj_reasons": bound}
+    found: dict[str, list[dict[str, Any]]] = {s: [] for s in sections}
+    for row in await statement.all(db, {name: params[name] for name in statement.names}):
+        found[sections[row["section_position"]]].append(row)
+    return found

@@ -112,12 +112,10 @@ async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], ch
     filtered: list[dict[str, Any]] = []
     if explain:
         seen = [c.id for section in candidates.values() for c in section]
-        for section in SECTIONS:
-            if bounds[section] == 0:
-                continue
-            rows_out = await repo.filtered_out(db, scope, half_lives, sel, section, FILTER_REASON_BOUND, seen)
-            filtered += [{"id": r["id"], "section": section, "type": r["type"], "reason": r["reason"]}
-                         for r in rows_out]
+        wanted = [section for section in SECTIONS if bounds[section] > 0]
+        found_out = await repo.filtered_out(db, scope, half_lives, sel, wanted, FILTER_REASON_BOUND, seen)
+        filtered = [{"id": r["id"], "section": section, "type": r["type"], "reason": r["reason"]}
+                    for section, rows_out in found_out.items() for r in rows_out]
     empty = None
     if not block.lines:
         empty = "nothing_fits_budget" if block.left_out else "no_records"

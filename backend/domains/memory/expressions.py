@@ -47,13 +47,21 @@ PARTNER = R.alias("partner")  # built once: a new alias copies every column, whi
 ORG_PARAM = "scope_org"
 
 
-def evaluated_at(at: datetime | None) -> Any:
+# An instant a read is evaluated at: the transaction's time (None), a given instant, or a clause holding one (a named
+# parameter of a statement built once per shape).
+At = datetime | ColumnElement[Any] | None
+
+
+def evaluated_at(at: At) -> Any:
     """The moment a read is evaluated at: the transaction's time, or a given instant (the injection preview's `at`)."""
-    return func.now() if at is None else bindparam(None, at, type_=DateTime(timezone=True))
+    if at is None:
+        return func.now()
+    if isinstance(at, ColumnElement):
+        return at
+    return bindparam(None, at, type_=DateTime(timezone=True))
 
 
-def effective_expr(half_lives: Mapping[str, float], table: Any = R, *, at: datetime | None = None
-                   ) -> ColumnElement[Any]:
+def effective_expr(half_lives: Mapping[str, float], table: Any = R, *, at: At = None) -> ColumnElement[Any]:
     """effective = confidence * 0.5 ^ (age_days / H) for types with a half-life; the stored value otherwise."""
     if not half_lives:
         return cast(table.c.confidence, Float)
@@ -68,7 +76,7 @@ def _value(name: str | None, value: Any, type_: Any) -> Any:
     return bindparam(name, value, type_=type_) if name else literal(value, type_)
 
 
-def min_confidence_clause(half_lives: Mapping[str, float], minimum: float, *, at: datetime | None = None,
+def min_confidence_clause(half_lives: Mapping[str, float], minimum: float, *, at: At = None,
                           name: str | None = None) -> ColumnElement[bool]:
     """effective >= minimum, written so that every branch is an index range (MEM-9, docs/decisions.md).
 
@@ -126,7 +134,9 @@ def scope_params(scope: Scope) -> dict[str, Any]:
 def _partner(scope: Scope, column: Any, bound: bool) -> ColumnElement[Any]:
     """The partner's id only when the reader may see the partner (MEM-16, MEM-17)."""
     seen = exists().where(PARTNER.c.id == column, _visible(scope, PARTNER, bound)).correlate(R)
-    return case((seen, column), else_=None)
+    # Most records have no partner: asking NULL first spares one subquery per row and partner column, which a
+    # planner misled by stale statistics (a new organisation) ran as a scan of the organisation's records.
+    return case((column.is_(None), None), (seen, column), else_=None)
 
 
 HIDDEN = frozenset({"embedding", "embedding_model", "search", "norm_hash", "contested_with", "replaces", "replaced_by"})
@@ -147,7 +157,7 @@ def readable(scope: Scope, *, bound: bool = False) -> list[ColumnElement[bool]]:
     return [_visible(scope, R, bound)]
 
 
-def unexpired(at: datetime | None = None) -> ColumnElement[bool]:
+def unexpired(at: At = None) -> ColumnElement[bool]:
     return or_(R.c.expires_at.is_(None), R.c.expires_at > evaluated_at(at))
 
 

@@ -86,6 +86,13 @@ async def insert_thread(db: AsyncSession, values: dict[str, Any]) -> None:
     await db.execute(insert(T).values(**values))
 
 
+async def insert_thread_reserving(db: AsyncSession, values: dict[str, Any], count: int) -> tuple[int, datetime]:
+    """A new thread with its first `count` positions already taken (`reserve_positions` without the update)."""
+    row = (await db.execute(insert(T).values(**values, last_position=count, updated_at=func.clock_timestamp())
+                            .returning(T.c.updated_at))).one()
+    return 1, row[0]
+
+
 async def get_thread(db: AsyncSession, scope: Scope, thread_id: str) -> dict[str, Any] | None:
     row = (await db.execute(_thread_select(scope).where(T.c.id == thread_id))).first()
     return dict(row._mapping) if row else None

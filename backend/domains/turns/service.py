@@ -136,7 +136,7 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     if not stored:
         return turn
     if turn.thread_id is None:
-        turn.thread_id = await _new_thread(ctx, body)
+        turn.thread_id = await _new_thread(ctx, turn)
     await repo.insert_response(ctx.db, {
         "org_id": ctx.org_id, "id": turn.id, "thread_id": turn.thread_id, "key_id": ctx.principal.key_id,
         "subject": ctx.person, "model": spec.id, "agent_id": turn.agent.id if turn.agent else None,
@@ -148,7 +148,8 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     return turn
 
 
-async def _new_thread(ctx: RequestContext, body: ResponseCreate) -> str:
+async def _new_thread(ctx: RequestContext, turn: Turn) -> str:
+    body = turn.body
     scope = thread_rules.threads_scope(ctx)
     if not scope.may("thread", "write", ctx.person, {}):
         raise ctx.deny("The policy does not let this request open a thread.", action="thread.write",
@@ -156,8 +157,13 @@ async def _new_thread(ctx: RequestContext, body: ResponseCreate) -> str:
     await thread_rules.not_erased(ctx)
     source = await threads.state_source(ctx, body.working_state_from) if body.working_state_from else None
     thread_id = new_id("thr")
-    await threads_repo.insert_thread(ctx.db, {"org_id": ctx.org_id, "id": thread_id, "subject": ctx.person,
-                                              "labels": {}, "metadata": {}})
+    values: dict[str, Any] = {"org_id": ctx.org_id, "id": thread_id, "subject": ctx.person, "labels": {},
+                              "metadata": {}}
+    if turn.items:  # the input's positions are taken by the insert itself
+        turn.reserved = await threads_repo.insert_thread_reserving(ctx.db, values, len(turn.items))
+    else:
+        await threads_repo.insert_thread(ctx.db, values)
+    turn.new_thread = True
     if source is not None:
         await threads_repo.write_state(ctx.db, ctx.org_id, thread_id, source["state"], 1, source["size"])
     return thread_id
@@ -195,7 +201,9 @@ async def _append(ctx: RequestContext, turn: Turn, items: list[ItemIn] | list[di
     """Append items of this turn to its thread, each naming the response."""
     if not items or turn.thread_id is None:
         return
-    reserved = await threads_repo.reserve_positions(ctx.db, ctx.org_id, turn.thread_id, len(items))
+    reserved, turn.reserved = turn.reserved, None
+    if reserved is None:
+        reserved = await threads_repo.reserve_positions(ctx.db, ctx.org_id, turn.thread_id, len(items))
     if reserved is None:
         raise NotFound(f"The thread {turn.thread_id!r} was deleted while this turn ran.", param="thread_id")
     first, at = reserved
@@ -230,8 +238,8 @@ async def prepare(turn: Turn) -> None:
     history: list[dict[str, Any]] = []
     summaries: list[str] = []
     state: dict[str, Any] | None = None
-    if turn.thread_id is not None:
-        before = turn.history_positions[0] if turn.history_positions else None
+    before = turn.history_positions[0] if turn.history_positions else None
+    if turn.thread_id is not None and before != 1:  # a thread whose first item is this input has no history
         if turn.compaction is not None:  # TRN-6: summaries for what is summarised, the rest in full
             kept = await compaction.history(ctx.db, ctx.org_id, turn.thread_id, turn.compaction,
                                             before_position=before)
@@ -241,6 +249,7 @@ async def prepare(turn: Turn) -> None:
             rows = list(reversed(await threads_repo.list_items(ctx.db, ctx.org_id, turn.thread_id, after=before,
                                                                descending=True, limit=HISTORY_LIMIT)))
         history = [{**r["body"], "type": r["type"]} for r in rows]
+    if turn.thread_id is not None and not (turn.new_thread and turn.body.working_state_from is None):
         state_row = await threads_repo.get_state(ctx.db, ctx.org_id, turn.thread_id)
         state = state_row["state"] if state_row else None
     agent_block = turn.agent.memory_injection if turn.agent else None
@@ -278,10 +287,10 @@ async def _hide(turn: Turn) -> None:
 
 async def _meter(turn: Turn) -> None:
     ctx = turn.ctx
-    for call in turn.calls:
-        await usage.record(ctx.db, org_id=ctx.org_id, model=call.model, input_tokens=call.input_tokens,
-                           output_tokens=call.output_tokens, key_id=ctx.principal.key_id,
-                           response_id=turn.id if turn.stored else None)
+    await usage.record_many(ctx.db, [
+        {"org_id": ctx.org_id, "model": call.model, "input_tokens": call.input_tokens,
+         "output_tokens": call.output_tokens, "key_id": ctx.principal.key_id,
+         "response_id": turn.id if turn.stored else None, "job": None} for call in turn.calls])
 
 
 def _row(turn: Turn, status: str, error: dict[str, str] | None) -> dict[str, Any]:

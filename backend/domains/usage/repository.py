@@ -20,6 +20,12 @@ async def record(db: AsyncSession, *, org_id: str, model: str, input_tokens: int
                                       input_tokens=input_tokens, output_tokens=output_tokens))
 
 
+async def record_many(db: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """Several calls' rows (org_id, model, input_tokens, output_tokens, key_id, response_id, job) in one insert."""
+    if rows:
+        await db.execute(insert(T).values(rows))
+
+
 async def per_day(db: AsyncSession, org_id: str, zone: str, start: date, end: date,
                   key_id: str | None) -> list[dict[str, Any]]:
     """Totals per day (in the organisation's zone), key and model over [start, end]."""
