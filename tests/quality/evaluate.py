@@ -177,7 +177,8 @@ def scratch_org() -> Iterator[tuple[Any, str]]:
         shutil.rmtree(pgdata, ignore_errors=True)
 
 
-def tune(org: Any, devset: DevSet, analyse: Callable[[], None], held: Sequence[Query]) -> str:
+def tune(org: Any, devset: DevSet, analyse: Callable[[], None], held: Sequence[Query],
+         methods: Sequence[str] = ()) -> str:
     """Local embeddings under each fusion variant (the product's search reads `repository.FUSION`)."""
     from backend.domains.memory import search_repository as repository
 
@@ -186,8 +187,10 @@ def tune(org: Any, devset: DevSet, analyse: Callable[[], None], held: Sequence[Q
     chosen = repository.FUSION
     variants = [replace(chosen, method="rrf", rrf_k=k, floors={"local": m}) for k in (10, 60)
                 for m in (0.0, 0.1, 0.2, 0.25)]
+    variants += [replace(chosen, method="rrf_share", rrf_k=k, floors={"local": 0.0}) for k in (10, 60)]
     variants += [replace(chosen, method="weighted", text_weight=w, floors={"local": m}) for w in (0.2, 0.3, 0.5, 0.7)
                  for m in (0.0, 0.1, 0.25)]
+    variants = [v for v in variants if not methods or v.method in methods]
     lines = ["| fusion | k / text weight | min similarity | recall@5 | " + " | ".join(f"{k} r@5" for k in KINDS)
              + " | MRR@10 | found nothing | held-out r@5 |",
              "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in KINDS) + " | ---: | ---: | ---: |"]
@@ -196,7 +199,7 @@ def tune(org: Any, devset: DevSet, analyse: Callable[[], None], held: Sequence[Q
             repository.FUSION = variant
             result = ask(org, index_id, refs, devset.queries)
             unseen = ask(org, index_id, refs, held)
-            knob = variant.rrf_k if variant.method == "rrf" else variant.text_weight
+            knob = variant.text_weight if variant.method == "weighted" else variant.rrf_k
             kinds = " | ".join(f"{_mean(result.by_kind[k].recall5):.3f}" for k in KINDS)
             lines.append(f"| {variant.method} | {knob} | {variant.floors['local']} | "
                          f"{_mean(result.overall.recall5):.3f} | {kinds} | {_mean(result.overall.mrr10):.3f} | "
@@ -209,6 +212,7 @@ def tune(org: Any, devset: DevSet, analyse: Callable[[], None], held: Sequence[Q
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tune", action="store_true", help="also measure the fusion variants (local only)")
+    parser.add_argument("--method", action="append", default=[], help="with --tune: only these fusion methods")
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("pgserver").setLevel(logging.WARNING)
@@ -222,7 +226,7 @@ def main() -> None:
             print(table(found))
             print("\nSeconds for all queries: " + ", ".join(f"{m} {r.seconds:.1f}" for m, r in found.items()) + "\n")
         if args.tune:
-            print(tune(org, devset, analyser(url), held))
+            print(tune(org, devset, analyser(url), held, args.method))
         leaks = sum(r.leaks for found in (results, unseen) for r in found.values())
         if leaks:
             raise SystemExit(f"{leaks} leaks: a person was shown another person's record")
