@@ -296,6 +296,7 @@ __all__ = (
     "IndexCreate",
     "IndexOut",
     "IndexPage",
+    "IndexPatch",
     "InjectionBlock",
     "KeyAuditEntry",
     "KeyAuditPage",
