@@ -46,6 +46,7 @@ from shared.schemas.platform import (
     IndexCreate,
     IndexOut,
     IndexPage,
+    IndexPatch,
     KeyAuditPage,
     KeyCreate,
     KeyCreated,
@@ -361,6 +362,10 @@ class CoreClient:
     def create_index(self, body: IndexCreate | Mapping[str, Any]) -> IndexOut:
         """A mapping is sent as it is, so the API judges the embedding choice and its 422 names the field."""
         return self._call("POST", "/indexes", IndexOut, body=body)
+
+    def update_index(self, index_id: str, changes: IndexPatch | Mapping[str, Any]) -> IndexOut:
+        """Rename or change the embedding (`{"embedding": null}` stops it); the records are re-embedded by a job."""
+        return self._call("PATCH", f"/indexes/{index_id}", IndexOut, body=changes)
 
     def delete_index(self, index_id: str) -> None:
         self._send("DELETE", f"/indexes/{index_id}")

@@ -46,7 +46,7 @@ def make_app(url: str, *, pool_size: int = 4) -> procrastinate.App:
     scheduler = app.task(name=xq.SCHEDULE_TASK, queue=MAINTENANCE_QUEUE, pass_context=True,
                          queueing_lock=xq.SCHEDULE_TASK)(x.schedule)
     app.periodic(cron="* * * * *", periodic_id="extraction")(scheduler)
-    reembedder = app.task(name=xq.REEMBED_TASK, queue=MAINTENANCE_QUEUE, pass_context=True,
+    reembedder = app.task(name=xq.REEMBED_TASK, queue=xq.REEMBED_QUEUE, pass_context=True,
                           queueing_lock=xq.REEMBED_TASK, lock=xq.REEMBED_TASK)(x.reembed_missing)
     app.periodic(cron="*/5 * * * *", periodic_id="reembed")(reembedder)
     maintainer = app.task(name=maintenance.TASK, queue=MAINTENANCE_QUEUE, pass_context=True,

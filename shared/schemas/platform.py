@@ -196,6 +196,13 @@ class IndexCreate(Model):
     embedding: EmbeddingConfig | None = None
 
 
+class IndexPatch(Model):
+    """`PATCH /indexes/{id}`: the fields sent change; `embedding: null` stops embedding new records."""
+
+    name: Name | UnsetType = UNSET
+    embedding: EmbeddingConfig | UnsetType | None = UNSET
+
+
 class IndexOut(Model):
     id: str
     name: str
@@ -289,6 +296,7 @@ __all__ = (
     "IndexCreate",
     "IndexOut",
     "IndexPage",
+    "IndexPatch",
     "InjectionBlock",
     "KeyAuditEntry",
     "KeyAuditPage",

@@ -137,6 +137,7 @@ class World:
             Route("GET", fixed("/indexes"), None, "knowledge", False),
             Route("POST", fixed("/indexes"), lambda _: {"name": f"i-{uuid.uuid4().hex[:8]}"}, "knowledge", False),
             Route("GET", fixed(f"/indexes/{idx}"), None, "knowledge"),
+            Route("PATCH", fixed(f"/indexes/{idx}"), lambda _: {"name": f"i-{uuid.uuid4().hex[:8]}"}, "knowledge"),
             Route("DELETE", lambda _: f"/indexes/{self.made('/indexes', {'name': uuid.uuid4().hex[:8]})}", None,
                   "knowledge"),
             Route("GET", fixed("/audit"), None, "admin", False),

@@ -66,6 +66,7 @@ def routes(s: Setup) -> list[tuple[str, str, dict[str, str], dict[str, Any], str
         ("PATCH", f"/tenants/{o.org_id}/keys/{s.key['id']}", admin, {"name": "renamed"}, None),
         ("POST", "/subject-tokens", bearer(o.key), {"subject": {"id": "anna"}, "ttl_seconds": 60}, None),
         ("POST", "/indexes", admin, {"name": "another"}, None),
+        ("PATCH", f"/indexes/{s.index}", admin, {"name": "renamed-index"}, None),
         ("PATCH", f"/memory/stores/{s.index}", admin, {}, None),
         ("POST", f"/memory/stores/{s.index}/injection/preview", admin, {"subject": {"id": "anna"}}, None),
         ("POST", "/memory", anna, {"index_id": s.index, "type": "fact", "text": "t"}, None),

@@ -22,6 +22,10 @@ def test_mem_13_question_parts() -> None:
     assert parse('  -  "" or OR ').empty
     assert parse('pinda-allergie').words == ("pinda-allergie",)
     assert parse('"peanut butter" jam').for_embedding() == "peanut butter jam"
+    # The query vector reads the question as written (case, order, punctuation), without its operators.
+    assert parse('Which foods could make her ill?').for_embedding() == "Which foods could make her ill?"
+    assert parse('Is she allergic to "Peanut butter" -jam or OR nuts?').for_embedding() == \
+        "Is she allergic to Peanut butter nuts?"
 
 
 def test_mem_13_a_plain_question_finds_records_by_stems_without_stop_words(mem: Mem, client: Any) -> None:

@@ -285,6 +285,49 @@ SHARED: tuple[tuple[str, Lang, str, Lang], ...] = (
     ("Business flights need approval from finance.", "en", "do I need permission to fly for work?", "en"),
 )
 
+# Held-out questions (never used for tuning): per topic one new plain-word question in each language, and one new
+# question per shared record. `heldout()` asks them as paraphrase (record's language) and cross-lingual (the other).
+HELD_TOPICS: dict[str, tuple[str, str]] = {
+    "allergy": ("is there anything she must never be given to eat?", "mag ze bepaalde dingen absoluut niet binnenkrijgen?"),
+    "birthday": ("which day does she turn a year older?", "op welke dag wordt ze een jaar ouder?"),
+    "pet": ("who does she feed and walk besides herself?", "zorgt ze thuis voor een beest?"),
+    "diet": ("is there something she refuses to put on her plate?", "wat laat ze altijd op haar bord liggen?"),
+    "job": ("where does she earn her salary?", "welk vak oefent ze uit?"),
+    "city": ("in which place does she reside?", "waar staat haar huis?"),
+    "sport": ("what game does she practise with a team or a racket?", "aan welke lichaamsbeweging doet ze?"),
+    "drink": ("what is her usual order at the coffee machine?", "wat schenk ik haar in als ze op bezoek komt?"),
+    "children": ("does she have kids?", "heeft ze nakomelingen?"),
+    "language": ("in which tongues can she hold a conversation?", "welke vreemde taal spreekt ze goed?"),
+    "commute": ("what transport does she use on workdays?", "met welk vervoermiddel gaat ze naar haar baan?"),
+    "music": ("what kind of sound does she put on at home?", "welk genre zet ze op als ze ontspant?"),
+    "health": ("is she dealing with an illness?", "is ze ergens ziek van?"),
+    "contact": ("which channel should I use to message her?", "hoe stuur ik haar het beste een bericht?"),
+    "meetings": ("at what moment is she happy to have an appointment?", "welk tijdstip past haar voor een overleg?"),
+    "holiday": ("which country is she visiting during the summer break?", "naar welk land gaat ze deze zomer?"),
+    "hobby": ("what pastime keeps her busy after work?", "wat doet ze als ze vrij is?"),
+    "fear": ("what makes her nervous or panicky?", "waar raakt ze van in paniek?"),
+    "partner": ("who is her other half?", "wie is haar partner?"),
+    "dish": ("which meal makes her happiest?", "welke maaltijd vindt ze het lekkerst?"),
+    "study": ("which subject did she major in?", "welke studie heeft ze gedaan?"),
+    "volunteer": ("where does she give her time without pay?", "bij welke organisatie helpt ze vrijwillig?"),
+    "saving": ("what goal is she building up her savings for?", "waar zet ze elke maand geld voor apart?"),
+    "learning": ("which course is she following at the moment?", "wat probeert ze zich op dit moment eigen te maken?"),
+}
+HELD_SHARED: tuple[tuple[str, Lang], ...] = (
+    ("are we working on national holidays?", "en"), ("when is the deadline for declaring costs?", "en"),
+    ("op welke uren is de klantenservice bereikbaar?", "nl"), ("what do I need to enter the parking garage?", "en"),
+    ("how long until a customer is reimbursed?", "en"), ("hoe log ik in op het draadloze netwerk?", "nl"),
+    ("hoe vaak moet ik mijn wachtwoord vernieuwen?", "nl"), ("do we get a free meal at work on some days?", "en"),
+    ("how many evacuation exercises are there each year?", "en"), ("what equipment do new colleagues get?", "en"),
+    ("may I bring my cat to work?", "en"), ("waar vind ik de vestiging in Utrecht?", "nl"),
+    ("who must agree before I take days off?", "en"), ("welke printer werkt niet?", "nl"),
+    ("what should a guest do on arrival?", "en"), ("wanneer mag ik vanuit huis werken?", "nl"),
+    ("when is the yearly staff trip?", "en"), ("wanneer krijg ik mijn loon?", "nl"),
+    ("where may people smoke?", "en"), ("hoe meld ik me ziek?", "nl"),
+    ("can staff work out in the building?", "en"), ("how do I reserve a room for a meeting?", "en"),
+    ("is there meat-free food in the staff restaurant?", "en"), ("who approves air travel for business?", "en"),
+)
+
 PEOPLE: tuple[tuple[str, Lang], ...] = (
     ("anna", "en"), ("carla", "nl"), ("eva", "en"), ("femke", "nl"), ("hanna", "en"), ("ilse", "nl"),
     ("karin", "en"), ("lotte", "nl"), ("mila", "en"), ("noor", "nl"), ("sara", "en"), ("tess", "nl"),
@@ -359,3 +402,23 @@ def subset(devset: DevSet, every: int) -> DevSet:
     for kind in KINDS:
         picked += [q for q in devset.queries if q.kind == kind][::every]
     return DevSet(devset.records, picked)
+
+
+def heldout() -> DevSet:
+    """The same records with the held-out questions (HELD_TOPICS, HELD_SHARED): paraphrase, cross-lingual and
+    shared queries in wordings the search was never tuned on. `make eval-search` reports it beside the set."""
+    dev = build()
+    out = DevSet(dev.records, [])
+    for s, (question, lang) in enumerate(HELD_SHARED):
+        asker = PEOPLE[(s + 5) % len(PEOPLE)][0]
+        out.queries.append(Query(f"h-shared{s:02d}", "shared", asker, lang, question, (f"shared{s:02d}",)))
+    for record in dev.records:
+        if record.subject is None or "-note" in record.ref:
+            continue
+        en, nl = HELD_TOPICS[record.ref.split("-", 1)[1]]
+        same, other = (en, nl) if record.lang == "en" else (nl, en)
+        out.queries.append(Query(f"h-{record.ref}-para", "paraphrase", record.subject, record.lang, same,
+                                 (record.ref,)))
+        out.queries.append(Query(f"h-{record.ref}-cross", "cross-lingual", record.subject, _other(record.lang),
+                                 other, (record.ref,)))
+    return out

@@ -8,6 +8,9 @@ queries that found nothing, and the leaks (a record of another person in a resul
     make eval-search                      # the whole set, the fusion the product uses
     python -m tests.quality.evaluate --tune   # also the fusion variants (RRF and weighted sums), local only
 
+Two tables: the development set's queries (tuned on) and the held-out queries (`devset.heldout()`: new wordings of
+the paraphrase, cross-lingual and shared questions over the same records, never used for tuning).
+
 The pytest suite runs a subset of the queries (tests/quality/test_search_quality.py).
 """
 
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tests.quality.devset import KINDS, DevSet, Query, build
+from tests.quality.devset import KINDS, DevSet, Query, build, heldout
 
 MODES: dict[str, dict[str, Any] | None] = {
     "full text only": None,
@@ -116,19 +119,23 @@ def table(results: dict[str, Result]) -> str:
     for mode, result in results.items():
         rows = [*result.by_kind.items(), ("all", result.overall)]
         for kind, score in rows:
+            if not score.recall5:
+                continue
             leaks = str(result.leaks) if kind == "all" else ""
-            lines.append(f"| {mode} | {kind} | {len(score.recall5)} | {_mean(score.recall5):.2f} | "
-                         f"{_mean(score.recall10):.2f} | {_mean(score.mrr10):.2f} | {_mean(score.empty):.2f} | "
+            lines.append(f"| {mode} | {kind} | {len(score.recall5)} | {_mean(score.recall5):.3f} | "
+                         f"{_mean(score.recall10):.3f} | {_mean(score.mrr10):.3f} | {_mean(score.empty):.2f} | "
                          f"{leaks} |")
     return "\n".join(lines)
 
 
 def evaluate(org: Any, devset: DevSet, analyse: Callable[[], None],
-             modes: dict[str, dict[str, Any] | None] = MODES) -> dict[str, Result]:
-    """Loads every mode's index first, gives PostgreSQL its statistics (`analyse`), then asks."""
+             modes: dict[str, dict[str, Any] | None] = MODES, *more: Sequence[Query]) -> list[dict[str, Result]]:
+    """Loads every mode's index first, gives PostgreSQL its statistics (`analyse`), then asks the set's queries
+    (and each further list of queries over the same records): one result per mode for each list."""
     loaded = {mode: load(org, devset, embedding) for mode, embedding in modes.items()}
     analyse()
-    return {mode: ask(org, index_id, refs, devset.queries) for mode, (index_id, refs) in loaded.items()}
+    return [{mode: ask(org, index_id, refs, queries) for mode, (index_id, refs) in loaded.items()}
+            for queries in (devset.queries, *more)]
 
 
 def analyser(database_url: str) -> Callable[[], None]:
@@ -170,7 +177,8 @@ def scratch_org() -> Iterator[tuple[Any, str]]:
         shutil.rmtree(pgdata, ignore_errors=True)
 
 
-def tune(org: Any, devset: DevSet, analyse: Callable[[], None]) -> str:
+def tune(org: Any, devset: DevSet, analyse: Callable[[], None], held: Sequence[Query],
+         methods: Sequence[str] = ()) -> str:
     """Local embeddings under each fusion variant (the product's search reads `repository.FUSION`)."""
     from backend.domains.memory import search_repository as repository
 
@@ -179,20 +187,23 @@ def tune(org: Any, devset: DevSet, analyse: Callable[[], None]) -> str:
     chosen = repository.FUSION
     variants = [replace(chosen, method="rrf", rrf_k=k, floors={"local": m}) for k in (10, 60)
                 for m in (0.0, 0.1, 0.2, 0.25)]
+    variants += [replace(chosen, method="rrf_share", rrf_k=k, floors={"local": 0.0}) for k in (10, 60)]
     variants += [replace(chosen, method="weighted", text_weight=w, floors={"local": m}) for w in (0.2, 0.3, 0.5, 0.7)
                  for m in (0.0, 0.1, 0.25)]
+    variants = [v for v in variants if not methods or v.method in methods]
     lines = ["| fusion | k / text weight | min similarity | recall@5 | " + " | ".join(f"{k} r@5" for k in KINDS)
-             + " | MRR@10 | found nothing |", "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in KINDS)
-             + " | ---: | ---: |"]
+             + " | MRR@10 | found nothing | held-out r@5 |",
+             "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in KINDS) + " | ---: | ---: | ---: |"]
     try:
         for variant in variants:
             repository.FUSION = variant
             result = ask(org, index_id, refs, devset.queries)
-            knob = variant.rrf_k if variant.method == "rrf" else variant.text_weight
-            kinds = " | ".join(f"{_mean(result.by_kind[k].recall5):.2f}" for k in KINDS)
+            unseen = ask(org, index_id, refs, held)
+            knob = variant.text_weight if variant.method == "weighted" else variant.rrf_k
+            kinds = " | ".join(f"{_mean(result.by_kind[k].recall5):.3f}" for k in KINDS)
             lines.append(f"| {variant.method} | {knob} | {variant.floors['local']} | "
-                         f"{_mean(result.overall.recall5):.2f} | {kinds} | {_mean(result.overall.mrr10):.2f} | "
-                         f"{_mean(result.overall.empty):.2f} |")
+                         f"{_mean(result.overall.recall5):.3f} | {kinds} | {_mean(result.overall.mrr10):.3f} | "
+                         f"{_mean(result.overall.empty):.2f} | {_mean(unseen.overall.recall5):.3f} |")
     finally:
         repository.FUSION = chosen
     return "\n".join(lines)
@@ -201,19 +212,22 @@ def tune(org: Any, devset: DevSet, analyse: Callable[[], None]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tune", action="store_true", help="also measure the fusion variants (local only)")
+    parser.add_argument("--method", action="append", default=[], help="with --tune: only these fusion methods")
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("pgserver").setLevel(logging.WARNING)
-    devset = build()
+    devset, held = build(), heldout().queries
     with scratch_org() as (org, url):
-        results = evaluate(org, devset, analyser(url))
-        print(f"Development set: {len(devset.records)} records, {len(devset.queries)} queries "
-              f"({', '.join(f'{k} {sum(q.kind == k for q in devset.queries)}' for k in KINDS)}).\n")
-        print(table(results))
-        print("\nSeconds for all queries: " + ", ".join(f"{m} {r.seconds:.1f}" for m, r in results.items()))
+        results, unseen = evaluate(org, devset, analyser(url), MODES, held)
+        for title, queries, found in (("Development set", devset.queries, results),
+                                      ("Held-out questions", held, unseen)):
+            print(f"{title}: {len(devset.records)} records, {len(queries)} queries "
+                  f"({', '.join(f'{k} {sum(q.kind == k for q in queries)}' for k in KINDS)}).\n")
+            print(table(found))
+            print("\nSeconds for all queries: " + ", ".join(f"{m} {r.seconds:.1f}" for m, r in found.items()) + "\n")
         if args.tune:
-            print("\n" + tune(org, devset, analyser(url)))
-        leaks = sum(r.leaks for r in results.values())
+            print(tune(org, devset, analyser(url), held, args.method))
+        leaks = sum(r.leaks for found in (results, unseen) for r in found.values())
         if leaks:
             raise SystemExit(f"{leaks} leaks: a person was shown another person's record")
 

@@ -12,7 +12,7 @@ from tests.quality.evaluate import _mean, analyser, evaluate, table
 
 def test_mem_13_search_quality_on_the_development_set(org: Any, database_url: str) -> None:
     devset = subset(build(), 6)
-    results = evaluate(org, devset, analyser(database_url))
+    [results] = evaluate(org, devset, analyser(database_url))
     print(table(results))
     assert {mode: result.leaks for mode, result in results.items()} == {"full text only": 0, "hashing": 0, "local": 0}
     text, local = results["full text only"], results["local"]

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from litestar import Controller, delete, get, post
+from litestar import Controller, delete, get, patch, post
 
 from backend.access.context import RequestContext
 from backend.domains.indexes import repository as repo
 from backend.domains.indexes import service
 from backend.params import Page
-from shared.schemas.platform import IndexCreate, IndexOut, IndexPage
+from shared.schemas.platform import IndexCreate, IndexOut, IndexPage, IndexPatch
 
 
 def _index(row: dict[str, Any]) -> IndexOut:
@@ -37,6 +37,10 @@ class IndexController(Controller):
     async def get_index(self, index_id: str, ctx: RequestContext) -> IndexOut:
         ctx.require("knowledge")
         return _index(await service.reachable(ctx.db, ctx.scope, index_id))
+
+    @patch("/{index_id:str}", summary="Rename an index or change its embedding (its records are re-embedded)")
+    async def update_index(self, index_id: str, data: IndexPatch, ctx: RequestContext) -> IndexOut:
+        return _index(await service.update(ctx, index_id, data))
 
     @delete("/{index_id:str}", status_code=204, summary="Delete an index with its records and settings")
     async def delete_index(self, index_id: str, ctx: RequestContext) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Text, bindparam, delete, insert, select
+from sqlalchemy import Text, bindparam, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
@@ -42,6 +42,11 @@ async def list_page(db: AsyncSession, scope: Scope, after_id: str | None, limit:
     if after_id:
         query = query.where(T.c.id > after_id)
     return [dict(r._mapping) for r in (await db.execute(query.order_by(T.c.id).limit(limit))).all()]
+
+
+async def update_index(db: AsyncSession, org_id: str, index_id: str, values: dict[str, Any]) -> dict[str, Any]:
+    statement = update(T).where(T.c.org_id == org_id, T.c.id == index_id).values(**values).returning(T)
+    return dict((await db.execute(statement)).one()._mapping)
 
 
 async def delete_index(db: AsyncSession, org_id: str, index_id: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import msgspec
@@ -9,11 +10,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.context import RequestContext
 from backend.access.scope import Scope
+from backend.domains.extraction.queue import queue_reembed
 from backend.domains.indexes import repository as repo
 from backend.errors import Conflict, NotFound, ValidationFailed
 from backend.ids import new_id
 from backend.providers import local_embeddings
-from shared.schemas.platform import IndexCreate
+from shared.schemas.platform import UNSET, EmbeddingConfig, IndexCreate, IndexPatch
 
 
 def index_document(row: dict[str, Any]) -> dict[str, Any]:
@@ -32,9 +34,8 @@ async def embedding_indexes(db: AsyncSession, scope: Scope) -> list[dict[str, An
     return await repo.embedding_indexes(db, scope)
 
 
-def check_embedding(body: IndexCreate) -> None:
+def check_embedding(setting: EmbeddingConfig | None) -> None:
     """A `local` setting names a model this installation has, with that model's dimensions (PLT-13)."""
-    setting = body.embedding
     if setting is None or setting.provider != "local":
         return
     model = local_embeddings.MODELS.get(setting.model)
@@ -53,7 +54,7 @@ def check_embedding(body: IndexCreate) -> None:
 async def create(ctx: RequestContext, body: IndexCreate) -> dict[str, Any]:
     ctx.require("knowledge")
     ctx.principal.refuse_subject_token("create or delete indexes")
-    check_embedding(body)
+    check_embedding(body.embedding)
     scope = ctx.scope
     if await repo.name_taken(ctx.db, scope.org_id, body.name):
         raise Conflict(f"An index named {body.name!r} exists already.", param="name", code="name_taken")
@@ -61,6 +62,43 @@ async def create(ctx: RequestContext, body: IndexCreate) -> dict[str, Any]:
                                            "embedding": msgspec.to_builtins(body.embedding)})
     await ctx.audit("index.created", object_type="index", object_id=row["id"], detail={"name": body.name})
     return row
+
+
+async def update(ctx: RequestContext, index_id: str, body: IndexPatch) -> dict[str, Any]:
+    """Rename an index or change its embedding setting (PLT-13). A new setting is validated as at creation; the
+    records keep their vectors of the old setting, which search and injection no longer compare (their words
+    still find them), and the periodic re-embedding job is queued in this transaction to replace them."""
+    ctx.require("knowledge")
+    ctx.principal.refuse_subject_token("change indexes")
+    row = await reachable(ctx.db, ctx.scope, index_id)
+    values: dict[str, Any] = {}
+    if body.name is not UNSET and body.name != row["name"]:
+        if await repo.name_taken(ctx.db, ctx.org_id, body.name):
+            raise Conflict(f"An index named {body.name!r} exists already.", param="name", code="name_taken")
+        values["name"] = body.name
+    if body.embedding is not UNSET:
+        check_embedding(body.embedding)
+        setting = msgspec.to_builtins(body.embedding)
+        if setting != row["embedding"]:
+            values["embedding"] = setting
+    if not values:
+        return row
+    updated = await repo.update_index(ctx.db, ctx.org_id, index_id, values)
+    detail: dict[str, Any] = {"fields": sorted(values)}
+    if "embedding" in values:
+        detail["embedding"] = {"from": _setting_name(row["embedding"]), "to": _setting_name(updated["embedding"])}
+        if updated["embedding"] is not None:
+            # One waiting run at most (the periodic one shares the lock): it embeds every record of the new setting.
+            await queue_reembed(ctx.db, int(time.time()))
+    await ctx.audit("index.updated", object_type="index", object_id=index_id, detail=detail)
+    return updated
+
+
+def _setting_name(setting: Any) -> str | None:
+    """provider/model/dimensions, as the audit trail names a setting (no server address)."""
+    if not isinstance(setting, dict):
+        return None
+    return "/".join(str(setting.get(k)) for k in ("provider", "model", "dimensions"))
 
 
 async def delete(ctx: RequestContext, index_id: str) -> None:

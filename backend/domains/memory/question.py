@@ -8,10 +8,11 @@ words already are. Stop words and stems are PostgreSQL's business (the `coremem_
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MAX_WORDS = 32  # plain words weighed one by one; a longer question keeps its first 32 distinct ones
 MAX_PARTS = 8  # phrases and exclusions each
+MAX_EMBEDDED_CHARS = 2000  # of the question as written, for the query vector
 _TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _WORD = re.compile(r"\w+(?:[-']\w+)*", re.UNICODE)
 
@@ -21,6 +22,8 @@ class Question:
     words: tuple[str, ...] = ()
     phrases: tuple[str, ...] = ()
     excluded: tuple[str, ...] = ()
+    # The question as written without its operators (exclusions, `or`, quote marks): what the query vector embeds.
+    written: str = field(default="", compare=False)
 
     @property
     def empty(self) -> bool:
@@ -32,20 +35,24 @@ class Question:
         return len(self.words), len(self.phrases), len(self.excluded)
 
     def for_embedding(self) -> str:
-        """The words the question is about, without its operators (the query vector embeds these)."""
-        return " ".join([*self.phrases, *self.words])
+        """What the question is about as its asker wrote it, without operators: a sentence model reads the sentence
+        (case, order and punctuation kept), which measured better than the bag of lowercased words (MEM-13)."""
+        return self.written or " ".join([*self.phrases, *self.words])
 
 
 def parse(q: str | None) -> Question:
     words: list[str] = []
     phrases: list[str] = []
     excluded: list[str] = []
+    written: list[str] = []
     for match in _TOKEN.finditer(q or ""):
         minus, quoted, bare = match.group(1), match.group(2), match.group(3)
         if quoted is not None:
             text = " ".join(_WORD.findall(quoted))
             if text:
                 (excluded if minus else phrases).append(text)
+                if not minus:
+                    written.append(quoted.strip())
             continue
         if bare.lower() == "or":
             continue
@@ -54,6 +61,10 @@ def parse(q: str | None) -> Question:
             if found:
                 excluded.append(" ".join(found))
             continue
-        words += _WORD.findall(bare)
+        found = _WORD.findall(bare)
+        if found:
+            written.append(bare)
+        words += found
     distinct = list(dict.fromkeys(w.lower() for w in words))[:MAX_WORDS]
-    return Question(tuple(distinct), tuple(phrases[:MAX_PARTS]), tuple(excluded[:MAX_PARTS]))
+    return Question(tuple(distinct), tuple(phrases[:MAX_PARTS]), tuple(excluded[:MAX_PARTS]),
+                    " ".join(written)[:MAX_EMBEDDED_CHARS])

@@ -67,8 +67,10 @@ class QueryVector:
 class Fusion:
     """How search blends full text with vectors (MEM-13; docs/decisions.md has the measurements)."""
 
-    method: str = "rrf"  # "rrf": reciprocal rank fusion; "weighted": a weighted sum of the two scores
-    rrf_k: int = 60  # rank offset of reciprocal rank fusion
+    # "rrf": reciprocal rank fusion; "rrf_share": the same with the words' term scaled by the text score (the
+    # part of the question's weight the record holds); "weighted": a weighted sum of the two scores
+    method: str = "rrf_share"
+    rrf_k: int = 10  # rank offset of reciprocal rank fusion
     text_weight: float = 0.3  # the weighted sum's share of the text score
     # The similarity below which a provider's vector says nothing (each model has its own scale): a record that
     # shares no word with the question is a hit only above it. `hashing` is lexical noise below 0.25.
@@ -171,7 +173,7 @@ def _statement(scope: Scope, half_lives: Mapping[str, float], found: list[Filter
         similarity = func.greatest(func.coalesce(vec_hits.c.similarity, 0), 0)
         scale = (fusion.rrf_k + 1) / 2.0  # so that first in both lists scores 1
         if by_words is None:
-            if fusion.method == "rrf":
+            if fusion.method in ("rrf", "rrf_share"):
                 score: Any = scale / (fusion.rrf_k + vec_hits.c.vec_rank)
             else:
                 score = (1 - fusion.text_weight) * similarity
@@ -180,9 +182,11 @@ def _statement(scope: Scope, half_lives: Mapping[str, float], found: list[Filter
             text_hits = by_words.subquery("text_hits")
             joined = text_hits.join(vec_hits, text_hits.c.id == vec_hits.c.id, full=True)
             hit_id = func.coalesce(text_hits.c.id, vec_hits.c.id)
-            if fusion.method == "rrf":
-                score = (func.coalesce(scale / (fusion.rrf_k + text_hits.c.text_rank), 0)
-                         + func.coalesce(scale / (fusion.rrf_k + vec_hits.c.vec_rank), 0))
+            if fusion.method in ("rrf", "rrf_share"):
+                by_text: Any = scale / (fusion.rrf_k + text_hits.c.text_rank)
+                if fusion.method == "rrf_share":
+                    by_text = by_text * text_hits.c.text_score
+                score = (func.coalesce(by_text, 0) + func.coalesce(scale / (fusion.rrf_k + vec_hits.c.vec_rank), 0))
             else:
                 score = (fusion.text_weight * func.coalesce(text_hits.c.text_score, 0)
                          + (1 - fusion.text_weight) * similarity)
