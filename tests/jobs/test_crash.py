@@ -1,0 +1,79 @@
+"""EXT-8 and TRN-6 exactly once, PLT-13 (issue 13's crash test, issue 17 item 12): `coremem worker` killed with
+SIGKILL at random moments while it reads extraction windows, writes compaction summaries and re-embeds records,
+and started again; afterwards the work equals that of a run nobody interrupted: nothing lost, nothing written twice,
+no job left behind. The dead worker's jobs come back through stalled-job recovery (backend/jobs/worker.py)."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import pytest
+
+from tests.battery.conftest import scaled
+from tests.jobs.crash import (Workers, build, counted, dump, jobs_running, latest_worker, pending_jobs, respond,
+                              start, state, wait_done)
+
+SEED = 20261203
+
+
+def offer_model(org: Any, model_server: Any) -> None:
+    response = org.client.post("/admin/models", headers=org.admin, json={
+        "id": "scripted", "provider": "openai_compatible", "base_url": model_server.url})
+    assert response.status_code == 201, response.text
+
+
+def crash_run(client: Any, org: Any, other_org: Any, scripted: Any, database_url: str, db: Any, tmp_path: Any, *,
+              kills: int, **size: Any) -> dict[str, Any]:
+    scripted.respond = respond
+    scripted.respond_delay = 0.02
+    offer_model(other_org, scripted)
+    workers = Workers(database_url, tmp_path)
+    # The run nobody interrupts, in another organisation with an equal world.
+    reference = build(client, other_org, database_url, **size)
+    start(reference, database_url)
+    workers.start()
+    wait_done(db, reference, workers, 300)
+    workers.stop_all()
+    expected = state(db, reference)
+    # The same world, its worker killed `kills` times at a random moment after it joined the queue.
+    world = build(client, org, database_url, **size)
+    start(world, database_url)
+    rng = random.Random(SEED)
+    mid_job = 0
+    for _ in range(kills):
+        before = latest_worker(db)
+        proc = workers.start()
+        deadline = time.monotonic() + 60
+        while latest_worker(db) == before:
+            assert proc.poll() is None and time.monotonic() < deadline, workers.log.read_text()[-3000:]
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 1.5))
+        mid_job += jobs_running(db, latest_worker(db)) > 0
+        workers.kill(proc)
+    workers.start()
+    wait_done(db, world, workers, 300)
+    workers.stop_all()
+    found = state(db, world)
+    counts = {**counted(found), "kills": kills, "kills_mid_job": mid_job, "stuck_jobs": len(pending_jobs(db))}
+    print(f"crash run: {counts}; uninterrupted: {counted(expected)}")
+    assert found == expected, (dump(found), dump(expected))
+    assert pending_jobs(db) == []
+    assert found["usage"] == [("compaction", counts["summaries"]), ("extraction", counts["windows"])]
+    return counts
+
+
+def test_ext_8_a_worker_killed_three_times_loses_and_duplicates_nothing(client, org, other_org, scripted,
+                                                                        database_url, db, tmp_path):
+    counts = crash_run(client, org, other_org, scripted, database_url, db, tmp_path, kills=3, threads=10,
+                       windows_per_thread=2, summary_threads=2, turns=3, embed_records=10)
+    assert counts["windows"] == 20 and counts["summaries"] == 4 and counts["vectors"] == 10
+
+
+@pytest.mark.slow
+def test_ext_8_a_worker_killed_thirty_times_over_200_windows_loses_and_duplicates_nothing(
+        client, org, other_org, scripted, database_url, db, tmp_path):
+    counts = crash_run(client, org, other_org, scripted, database_url, db, tmp_path, kills=30, threads=100,
+                       windows_per_thread=2, summary_threads=scaled(10, 20), turns=4, embed_records=100)
+    assert counts["windows"] == 200 and counts["kills_mid_job"] >= 10
