@@ -29,6 +29,7 @@ from tests.jobs.test_job_queue import coremem, env_for
 from tests.threads.util import msg, new_thread
 
 PEOPLE = 10
+FULL = os.environ.get("CORE_BATTERY_FULL", "") not in ("", "0", "false")  # the battery's full counts
 STALLED_SECONDS = 3  # the workers' CORE_JOBS_STALLED_SECONDS: a killed worker's jobs come back after this
 SUMMARY_SETTINGS = CompactionSettings(keep_recent_turns=1, segment_turns=1)
 LIKES = re.compile(r"I like ([\w-]+)\.")
@@ -199,3 +200,16 @@ _NO_VECTORS = __import__("sqlalchemy").text(
     "(SELECT id FROM indexes WHERE org_id = :org AND name = 'embedded')")
 _MISSING = ("SELECT count(*) FROM memory_records r JOIN indexes i ON i.org_id = r.org_id AND i.id = r.index_id "
             "WHERE r.org_id = %s AND i.name = 'embedded' AND r.embedding IS NULL")
+
+
+def expected_records(threads: int, windows_per_thread: int) -> list[tuple[Any, ...]]:
+    """What an uninterrupted run writes (`respond`'s answers to `build`'s windows): per thread, its first thing
+    confirmed by every later window, and one record per later thing."""
+    rows = []
+    for t in range(threads):
+        person = f"p{t % PEOPLE}"
+        rows.append((person, "preference", f"Likes thing-{t}-0.", windows_per_thread - 1, "extraction",
+                     windows_per_thread))
+        rows += [(person, "preference", f"Likes thing-{t}-{w}.", 0, "extraction", 1)
+                 for w in range(1, windows_per_thread)]
+    return sorted(rows)
