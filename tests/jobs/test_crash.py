@@ -16,6 +16,7 @@ from tests.jobs.crash import (
     Workers,
     build,
     counted,
+    done,
     dump,
     expected_records,
     jobs_running,
@@ -101,3 +102,35 @@ def test_ext_8_a_worker_killed_thirty_times_over_200_windows_loses_and_duplicate
     expected = uninterrupted(client, other_org, scripted, database_url, db, workers, **size)
     counts = crash_run(client, org, scripted, database_url, db, workers, expected, kills=30, **size)
     assert counts["windows"] == 200 and counts["kills_mid_job"] >= 10
+
+
+def test_ext_8_two_workers_on_one_queue_read_every_window_exactly_once(client, org, scripted, database_url, db,
+                                                                      tmp_path):
+    scripted.respond = respond
+    scripted.respond_delay = 0.02
+    world = build(client, org, database_url, threads=20, windows_per_thread=2, summary_threads=0, turns=0,
+                  embed_records=0)
+    workers = Workers(database_url, tmp_path, concurrency=4)
+    workers.start()
+    workers.start()
+    deadline = time.monotonic() + 120
+    while db.execute("SELECT count(*) FROM procrastinate_workers").fetchone()[0] < 2:
+        assert time.monotonic() < deadline, workers.log.read_text()[-3000:]
+        time.sleep(0.05)
+    start(world, database_url)
+    seen: set[int] = set()
+    deadline = time.monotonic() + 300
+    while not done(db, world):
+        seen |= {r[0] for r in db.execute("SELECT DISTINCT worker_id FROM procrastinate_jobs WHERE status = 'doing' "
+                                          "AND worker_id IS NOT NULL").fetchall()}
+        assert time.monotonic() < deadline, (state(db, world), workers.log.read_text()[-3000:])
+        time.sleep(0.02)
+    workers.stop_all()
+    found = state(db, world)
+    asked = [r for r in scripted.requests if r.get("response_format") is not None]
+    print(f"two workers: windows={counted(found)['windows']}, model calls={len(asked)}, workers that ran jobs="
+          f"{len(seen)}")
+    assert len(seen) == 2  # both took jobs
+    assert len(asked) == world.windows == 40  # each window read once: the queue never ran a thread's job twice
+    assert found["records"] == expected_records(20, 2)
+    assert found["usage"] == [("extraction", 40)]
