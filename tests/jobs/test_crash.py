@@ -41,6 +41,8 @@ def uninterrupted(client: Any, other_org: Any, scripted: Any, database_url: str,
                   **size: Any) -> dict[str, Any]:
     """The run nobody interrupts, in another organisation with an equal world."""
     offer_model(other_org, scripted)
+    scripted.respond = respond
+    scripted.respond_delay = 0.02
     reference = build(client, other_org, database_url, **size)
     start(reference, database_url)
     workers.start()
