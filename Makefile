@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http \
-	bench-turns bench-embed eval-search clean
+	bench-turns bench-embed bench-extraction eval-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -66,7 +66,11 @@ eval-search: $(STAMP)
 bench-turns: $(STAMP)
 	$(BIN)/python -m bench.turns
 
-bench: bench-search bench-injection bench-export bench-http bench-turns bench-embed
+# Windows per second through the job queue (1 and 2 workers), time per window, the plan pass over 100k threads.
+bench-extraction: $(STAMP)
+	$(BIN)/python -m bench.extraction
+
+bench: bench-search bench-injection bench-export bench-http bench-turns bench-embed bench-extraction
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache
