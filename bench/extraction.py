@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -91,13 +92,14 @@ def plain(url: str) -> str:
 
 def add_threads(conn: Any, org_id: str, first: int, count: int, *, read: bool) -> None:
     """`count` quiet threads of 2 items (a window each); with `read`, their cursors say they were read."""
+    span = (org_id, first, first + count - 1)
     conn.execute("INSERT INTO threads (org_id, id, subject, last_position, created_at, updated_at) "
                  "SELECT %s, 'thr_bench' || lpad(g::text, 8, '0'), 'p' || (g %% 1000), 2, now() - interval '1 day', "
-                 "now() - interval '1 day' FROM generate_series(%s::int, %s::int) g", (org_id, first, first + count - 1))
+                 "now() - interval '1 day' FROM generate_series(%s::int, %s::int) g", span)
     if read:
         conn.execute("INSERT INTO extraction_cursors (org_id, index_id, thread_id, read_to) "
                      "SELECT %s, (SELECT index_id FROM extraction_switches LIMIT 1), 'thr_bench' || "
-                     "lpad(g::text, 8, '0'), 2 FROM generate_series(%s::int, %s::int) g", (org_id, first, first + count - 1))
+                     "lpad(g::text, 8, '0'), 2 FROM generate_series(%s::int, %s::int) g", span)
         return
     conn.execute(
         "INSERT INTO thread_items (org_id, thread_id, position, id, type, role, subject, body, text, created_at) "
@@ -106,7 +108,7 @@ def add_threads(conn: Any, org_id: str, first: int, count: int, *, read: bool) -
         "CASE p WHEN 1 THEN jsonb_build_object('role', 'user', 'content', 'I like thing ' || g || '.') "
         "ELSE '{\"role\": \"assistant\", \"content\": \"Noted.\"}'::jsonb END, "
         "CASE p WHEN 1 THEN 'I like thing ' || g || '.' ELSE 'Noted.' END, now() - interval '1 day' "
-        "FROM generate_series(%s::int, %s::int) g, generate_series(1, 2) p", (org_id, first, first + count - 1))
+        "FROM generate_series(%s::int, %s::int) g, generate_series(1, 2) p", span)
 
 
 def reset(conn: Any) -> None:
@@ -135,9 +137,19 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
         proc.wait(timeout=90)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU a process used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+CPU: dict[str, float] = {}
+
+
 def run_windows(client: Any, org: Any, index_id: str, conn: Any, url: str, logs: Path, *, count: int,
                 concurrency: int, windows: int, until: int | None = None) -> list[tuple[float, int]]:
-    """Read a run's windows with `count` workers; (seconds, windows ready) samples until `until` are ready."""
+    """Read a run's windows with `count` workers; (seconds, windows ready) samples until `until` are ready. The
+    workers' CPU seconds between 10% and the end go to CPU (`seconds`, `windows`)."""
     reset(conn)
     response = client.post(f"/memory/stores/{index_id}/extraction/run", headers=org.full)
     assert response.status_code == 202, response.text
@@ -145,11 +157,16 @@ def run_windows(client: Any, org: Any, index_id: str, conn: Any, url: str, logs:
     samples: list[tuple[float, int]] = []
     target = until or windows
     started = time.monotonic()
+    marked: tuple[float, int] | None = None
     try:
         while True:
             done = ready(conn)
             samples.append((time.monotonic() - started, done))
+            if marked is None and done >= target * 0.1:
+                marked = (sum(cpu_seconds(p.pid) for p in procs), done)
             if done >= target:
+                if marked is not None:
+                    CPU.update(seconds=sum(cpu_seconds(p.pid) for p in procs) - marked[0], windows=done - marked[1])
                 break
             if time.monotonic() - started > 3600 or any(p.poll() is not None for p in procs):
                 raise SystemExit("the workers stopped or took over an hour; see " + str(logs / "workers.log"))
@@ -168,7 +185,7 @@ def rate(samples: list[tuple[float, int]], windows: int) -> float:
 def overhead_ms(conn: Any) -> list[float]:
     finished = [r[0] for r in conn.execute("SELECT finished_at FROM extraction_windows WHERE state = 'ready' "
                                            "ORDER BY finished_at").fetchall()]
-    gaps = [(b - a).total_seconds() * 1000 for a, b in zip(finished, finished[1:], strict=False)]
+    gaps = [(b - a).total_seconds() * 1000 for a, b in itertools.pairwise(finished)]
     return gaps[len(gaps) // 10:]  # the first tenth holds the worker's warming up
 
 
@@ -244,6 +261,7 @@ def main() -> None:
                     until=sample)
         gaps = overhead_ms(conn)
         p50 = statistics.median(gaps)
+        cpu_ms = CPU["seconds"] * 1000 / max(CPU["windows"], 1)
         print(f"overhead per window: p50 {p50:.1f} ms over {len(gaps)} windows", flush=True)
         # Everything read: cursors at the end of every thread; then the idle threads join them.
         reset(conn)
@@ -269,6 +287,9 @@ def main() -> None:
         f"- platform time per window, one job at a time, p50: {p50:.1f} ms (p90 "
         f"{statistics.quantiles(gaps, n=10)[-1]:.1f} ms, {len(gaps)} windows; includes the instant model's "
         f"loopback round trip) — goal <= {GOAL_OVERHEAD_MS:.0f} ms: {'PASS' if ok_overhead else 'FAIL'}",
+        f"- the worker process's own CPU per window in that phase: {cpu_ms:.1f} ms (PostgreSQL's not counted; "
+        "on a shared machine this, not wall time, shows the platform's own cost)",
+        f"- machine load average when the run ended: {os.getloadavg()[0]:.1f} (2 CPUs)",
         f"- plan pass over {total:,} threads with nothing to read: {plan * 1000:.0f} ms (median of 3: "
         f"{', '.join(f'{p * 1000:.0f}' for p in passes)} ms) — goal <= {GOAL_PLAN_S:.0f} s: "
         f"{'PASS' if ok_plan else 'FAIL'}", "",
