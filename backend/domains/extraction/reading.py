@@ -96,7 +96,7 @@ async def next_window(ctx: RequestContext, index_id: str, thread_id: str) -> Win
     if thread is None:
         await repo.forget_thread(db, org_id, thread_id)
         return SKIP
-    if at_cap(ctx.org, await repo.month_tokens(db, org_id, ctx.org.get("timezone") or "UTC")):
+    if await at_cap(ctx):
         await repo.park_thread(db, org_id, index_id, thread_id)
         return SKIP
     person = thread["subject"]
