@@ -106,6 +106,7 @@ def test_ext_8_a_worker_killed_thirty_times_over_200_windows_loses_and_duplicate
     assert counts["windows"] == 200 and counts["kills_mid_job"] >= 10
 
 
+@pytest.mark.slow  # two worker processes starting on two shared cores take most of a minute
 def test_ext_8_two_workers_on_one_queue_read_every_window_exactly_once(client, org, scripted, database_url, db,
                                                                       tmp_path):
     scripted.respond = respond
