@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http \
-	bench-turns bench-embed bench-dashboard bench-rls bench-packing bench-writes eval-search clean
+	bench-turns bench-embed bench-dashboard bench-rls bench-packing bench-writes bench-extraction eval-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -81,9 +81,13 @@ eval-search: $(STAMP)
 bench-turns: $(STAMP)
 	$(BIN)/python -m bench.turns
 
-# Every goal of issue 16 that has a benchmark, each printing PASS or FAIL with its numbers (bench/results/performance.md).
+# Windows per second through the job queue (1 and 2 workers), time per window, the plan pass over 100k threads.
+bench-extraction: $(STAMP)
+	$(BIN)/python -m bench.extraction
+
+# Every goal that has a benchmark, each printing PASS or FAIL with its numbers (bench/results/performance.md).
 bench: bench-injection bench-packing bench-search bench-writes bench-export bench-http bench-turns bench-embed \
-	bench-dashboard bench-rls
+	bench-dashboard bench-rls bench-extraction
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

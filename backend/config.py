@@ -49,6 +49,7 @@ class Settings:
     extraction_window_tokens: int = 6000  # EXT-8: and at most about this many tokens
     rate_limit_per_second: float = 0.0  # per key and process; 0: no limit
     rate_limit_burst: int = 0  # the bucket's size; 0: one second's worth (at least 1)
+    jobs_stalled_seconds: float = 60.0  # a job whose worker sent no heartbeat this long is queued again
 
     def with_overrides(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -79,6 +80,7 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         extraction_window_tokens=int(env.get("CORE_EXTRACTION_WINDOW_TOKENS", "6000")),
         rate_limit_per_second=float(env.get("CORE_RATE_LIMIT_PER_SECOND", "0")),
         rate_limit_burst=int(env.get("CORE_RATE_LIMIT_BURST", "0")),
+        jobs_stalled_seconds=float(env.get("CORE_JOBS_STALLED_SECONDS", "60")),
     )
 
 

@@ -43,6 +43,10 @@ class ScriptedModel:
         self._lock = threading.Lock()
         self._calls = 0
         self.url = ""
+        # With no step scripted: `respond(request) -> content` answers (deterministic answers per request), else
+        # DEFAULT; `respond_delay` seconds before each such answer.
+        self.respond: Any = None
+        self.respond_delay = 0.0
 
     # ------------------------------------------------------------ scripting
 
@@ -52,6 +56,8 @@ class ScriptedModel:
             self.requests.clear()
             self.headers.clear()
             self.embedding_requests.clear()
+            self.respond = None
+            self.respond_delay = 0.0
 
     def reply(self, content: str | None = None, *, tool_calls: list[tuple[str, dict[str, Any] | str]] | None = None,
               usage: tuple[int, int] = (11, 7), delay: float = 0.0, before: Any = None) -> ScriptedModel:
@@ -108,7 +114,10 @@ class ScriptedModel:
             with self._lock:
                 self.requests.append(payload)
                 self.headers.append(headers)
-                step = self.steps.popleft() if self.steps else Step(content=self.DEFAULT)
+                step = self.steps.popleft() if self.steps else None
+            if step is None:
+                step = (Step(content=self.respond(payload), delay=self.respond_delay) if self.respond is not None
+                        else Step(content=self.DEFAULT))
             await self._chat(payload, step, send)
         else:
             await _send(send, 404, b'{"error": {"message": "no such route"}}')

@@ -1,10 +1,10 @@
 """The procrastinate App: one per worker process, its tasks registered when it is made.
 
 Retries are configured once (`RETRY`), for every task: a failed job waits 9 s, 21 s, 69 s, 261 s and 17 min
-before its five retries. A job whose worker died (no heartbeat for a minute) is put back in the queue by the
-`retry_stalled_jobs` task, which every worker defers each minute (procrastinate defers a periodic job once,
-however many workers ask). Several workers on several machines share the queue safely: each job is taken by
-one worker (row locks), and jobs sharing a `lock` run one at a time across all of them.
+before its five retries. A job whose worker died (no heartbeat for `CORE_JOBS_STALLED_SECONDS`, a minute by
+default) is put back in the queue by `recover_stalled`, which every worker runs when it starts and then a few
+times per such period (backend/jobs/worker.py). Several workers on several machines share the queue safely:
+each job is taken by one worker (row locks), and jobs sharing a `lock` run one at a time across all of them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 import procrastinate
-from procrastinate import JobContext, RetryStrategy
+from procrastinate import RetryStrategy
 from sqlalchemy.engine import make_url
 
 from backend.db.engine import normalise_url
@@ -21,7 +21,6 @@ from backend.domains.extraction import queue as xq
 
 log = logging.getLogger(__name__)
 RETRY = RetryStrategy(max_attempts=5, wait=5, exponential_wait=4)
-STALLED_AFTER_SECONDS = 60  # six missed heartbeats (workers beat every 10 s)
 MAINTENANCE_QUEUE = "maintenance"
 
 
@@ -38,9 +37,6 @@ def make_app(url: str, *, pool_size: int = 4) -> procrastinate.App:
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=libpq_url(url), min_size=1,
                                                                      max_size=pool_size))
     app.task(name=compaction.TASK, queue=compaction.QUEUE, pass_context=True, retry=RETRY)(summarise)
-    stalled = app.task(name="jobs.retry_stalled_jobs", queue=MAINTENANCE_QUEUE, pass_context=True,
-                       queueing_lock="retry_stalled_jobs")(retry_stalled_jobs)
-    app.periodic(cron="* * * * *", periodic_id="stalled")(stalled)
     app.task(name=xq.PLAN_TASK, queue=xq.QUEUE, pass_context=True, retry=RETRY)(x.plan)
     app.task(name=xq.READ_TASK, queue=xq.QUEUE, pass_context=True, retry=RETRY)(x.read_thread)
     scheduler = app.task(name=xq.SCHEDULE_TASK, queue=MAINTENANCE_QUEUE, pass_context=True,
@@ -55,11 +51,16 @@ def make_app(url: str, *, pool_size: int = 4) -> procrastinate.App:
     return app
 
 
-async def retry_stalled_jobs(context: JobContext, timestamp: int) -> int:
-    """Put the jobs of workers that stopped beating back in the queue; each retry starts it again."""
-    manager = context.app.job_manager
-    stalled = list(await manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_AFTER_SECONDS))
-    for job in stalled:
+async def recover_stalled(app: procrastinate.App, stalled_seconds: float) -> int:
+    """Put the jobs of workers that stopped beating back in the queue (each retry starts the job again); how
+    many. Two workers recovering at once: the second finds the job no longer running and leaves it."""
+    manager = app.job_manager
+    recovered = 0
+    for job in await manager.get_stalled_jobs(seconds_since_heartbeat=stalled_seconds):
+        try:
+            await manager.retry_job(job)
+        except Exception:  # procrastinate refuses a job that is no longer `doing`: another worker took it back
+            continue
         log.warning("job %s (%s) was left running by a worker that stopped; queued again", job.id, job.task_name)
-        await manager.retry_job(job)
-    return len(stalled)
+        recovered += 1
+    return recovered

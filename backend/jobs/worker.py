@@ -11,10 +11,11 @@ from typing import Any
 
 from backend.config import Settings
 from backend.db.engine import make_engine, make_sessionmaker
-from backend.jobs.app import make_app
+from backend.jobs.app import make_app, recover_stalled
 from backend.jobs.resources import KEY, Resources
 
 log = logging.getLogger(__name__)
+HEARTBEAT_SECONDS = 10.0  # at most; six beats fit in the stalled period (CORE_JOBS_STALLED_SECONDS)
 SHUTDOWN_GRACE_SECONDS = 30.0  # on SIGTERM, running jobs get this long; the rest are retried by another worker
 
 
@@ -23,16 +24,36 @@ async def run_worker(url: str, settings: Settings, *, concurrency: int = 4, wait
     """Take jobs from the queue, `concurrency` at a time, until stopped (SIGINT or SIGTERM) or, with
     `wait=False`, until the queue holds no job that may run now."""
     engine = make_engine(url, pool_size=concurrency)
-    app = make_app(url, pool_size=concurrency + 3)  # + listening, heartbeats, fetching
+    app = make_app(url, pool_size=concurrency + 4)  # + listening, heartbeats, fetching, recovering
+    stalled = settings.jobs_stalled_seconds
     try:
         async with app.open_async():
-            await app.run_worker_async(
-                concurrency=concurrency, wait=wait, name=name or f"{socket.gethostname()}-worker",
-                additional_context={KEY: Resources(settings, make_sessionmaker(engine))},
-                delete_jobs="successful", shutdown_graceful_timeout=SHUTDOWN_GRACE_SECONDS,
-                install_signal_handlers=install_signal_handlers, **options)
+            recovering = asyncio.create_task(_recover_stalled_jobs(app, stalled), name="recover stalled jobs")
+            try:
+                await app.run_worker_async(
+                    concurrency=concurrency, wait=wait, name=name or f"{socket.gethostname()}-worker",
+                    additional_context={KEY: Resources(settings, make_sessionmaker(engine))},
+                    delete_jobs="successful", shutdown_graceful_timeout=SHUTDOWN_GRACE_SECONDS,
+                    install_signal_handlers=install_signal_handlers,
+                    update_heartbeat_interval=min(HEARTBEAT_SECONDS, stalled / 6), stalled_worker_timeout=stalled,
+                    **options)
+            finally:
+                recovering.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await recovering
     finally:
         await engine.dispose()
+
+
+async def _recover_stalled_jobs(app: Any, stalled_seconds: float) -> None:
+    """At start (a worker restarted after a crash takes back what it left) and then four times per stalled
+    period, at most every 15 s: jobs of workers without a heartbeat for `stalled_seconds` go back to the queue."""
+    while True:
+        try:
+            await recover_stalled(app, stalled_seconds)
+        except Exception:  # the database may be away for a moment; the next round tries again
+            log.exception("recovering stalled jobs failed")
+        await asyncio.sleep(min(15.0, stalled_seconds / 4))
 
 
 class BackgroundWorker:

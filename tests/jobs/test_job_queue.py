@@ -139,7 +139,7 @@ def test_a_job_left_running_by_a_dead_worker_is_queued_again(client, org, databa
                       "RETURNING id").fetchone()[0]
     db.execute("UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s", (dead,))
     scripted.reply("recovered")
-    background_worker()  # defers the stalled-job sweep when it starts (every minute after)
+    background_worker()  # takes back stalled jobs when it starts (and every 15 s after)
     wait_for(lambda: summaries(db) != [])
     assert summaries(db) == [(1, 6, "recovered")]
 

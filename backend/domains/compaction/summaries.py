@@ -153,11 +153,11 @@ async def store_summary(ctx: RequestContext, work: SummaryWork, answer: ChatAnsw
     """Write the summary and meter its tokens, in the caller's one transaction; False when nothing was written
     (the thread was deleted or a person in it erased meanwhile, or the same summary was written already)."""
     await meter(ctx, work, answer.input_tokens, answer.output_tokens, key_id)  # spent either way
-    if await repo.live_thread(ctx.db, ctx.org_id, work.thread_id, share_lock=True) is None:
-        return False
-    try:
+    try:  # the erasure lock before the thread's row lock, in the erasure's own order (the other order deadlocks)
         await refuse_if_erased(ctx.db, ctx.org_id, ctx.settings.secret, work.people, started_at=work.started_at)
     except Conflict:
+        return False
+    if await repo.live_thread(ctx.db, ctx.org_id, work.thread_id, share_lock=True) is None:
         return False
     unit = work.unit
     inserted = await repo.insert_summary(ctx.db, {

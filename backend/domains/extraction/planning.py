@@ -77,7 +77,7 @@ async def plan_batch(ctx: RequestContext, index_id: str, run_id: str, after_id: 
 
 async def unpark(ctx: RequestContext, index_id: str, run_id: str) -> int:
     """Parked windows go back to the queue once the organisation is under its monthly cap again (EXT-8)."""
-    if at_cap(ctx.org, await repo.month_tokens(ctx.db, ctx.org_id, ctx.org.get("timezone") or "UTC")):
+    if await at_cap(ctx):
         return 0
     threads = await repo.requeue(ctx.db, ctx.org_id, index_id, "parked", run_id)
     for thread_id in threads:
@@ -92,6 +92,10 @@ def ends_session(switch: dict[str, Any], thread: dict[str, Any]) -> bool:
     return bool(switch["episodes"]) and since is not None and thread["updated_at"] >= since
 
 
-def at_cap(org: Any, used: int) -> bool:
-    cap = (org.get("limits") or {}).get("monthly_model_tokens")
-    return cap is not None and used >= cap
+async def at_cap(ctx: RequestContext) -> bool:
+    """Whether the organisation used its monthly model tokens; the month's usage is summed only when it has a cap
+    (the sum reads every usage row of the month, too much to pay for every window when nothing caps it)."""
+    cap = (ctx.org.get("limits") or {}).get("monthly_model_tokens")
+    if cap is None:
+        return False
+    return await repo.month_tokens(ctx.db, ctx.org_id, ctx.org.get("timezone") or "UTC") >= cap

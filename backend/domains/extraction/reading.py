@@ -103,7 +103,7 @@ async def next_window(ctx: RequestContext, index_id: str, thread_id: str) -> Win
     if thread is None:
         await repo.forget_thread(db, org_id, thread_id)
         return SKIP
-    if at_cap(ctx.org, await repo.month_tokens(db, org_id, ctx.org.get("timezone") or "UTC")):
+    if await at_cap(ctx):
         await repo.park_thread(db, org_id, index_id, thread_id)
         return SKIP
     person = thread["subject"]
@@ -187,6 +187,11 @@ async def store_window(ctx: RequestContext, work: WindowWork, answer: ChatAnswer
     """Write the window's records and mark it `ready` in this one transaction (or fail it); the window's state
     after, or "done" when another attempt had finished it already."""
     db, org_id = ctx.db, ctx.org_id
+    try:  # the erasure lock before any row lock, in the erasure's own order (the other order deadlocks with it)
+        await refuse_if_erased(db, org_id, ctx.settings.secret, work.people, started_at=work.started_at)
+        erased = None
+    except Conflict as error:
+        erased = error
     window = await repo.window(db, org_id, work.window_id, lock=True)
     if window is None or window["state"] != "queued":
         return "done"
@@ -194,6 +199,9 @@ async def store_window(ctx: RequestContext, work: WindowWork, answer: ChatAnswer
     if await repo.thread_row(db, org_id, work.thread_id, share_lock=True) is None:
         await repo.forget_thread(db, org_id, work.thread_id)
         return "forgotten"
+    if erased is not None:
+        await fail(ctx, work.window_id, "subject_erased", erased.message)
+        return "failed"
     try:
         parsed = prompt.parse(answer.content)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -211,7 +219,6 @@ async def store_window(ctx: RequestContext, work: WindowWork, answer: ChatAnswer
         return "failed"
     try:
         async with db.begin_nested():
-            await refuse_if_erased(db, org_id, ctx.settings.secret, work.people, started_at=work.started_at)
             acting = ctx.acting_as(work.author)
             counts = await apply(acting, work, parsed)
             if work.session is not None:

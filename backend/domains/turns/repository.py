@@ -28,6 +28,10 @@ async def finish(db: AsyncSession, org_id: str, response_id: str, values: dict[s
                      .values({"completed_at": func.now(), **values}))
 
 
+async def transaction_start(db: AsyncSession) -> Any:
+    return (await db.execute(select(func.now()))).scalar_one()
+
+
 async def get(db: AsyncSession, org_id: str, response_id: str) -> dict[str, Any] | None:
     row = (await db.execute(select(R).where(R.c.org_id == org_id, R.c.id == response_id))).mappings().first()
     return dict(row) if row else None
@@ -50,7 +54,8 @@ async def forget_thread(db: AsyncSession, org_id: str, thread_id: str) -> None:
 async def erase_subject(db: AsyncSession, org_id: str, subject_id: str) -> dict[str, int]:
     """MEM-19: her turns and the turns of her threads keep only id, status and usage."""
     her_threads = select(T.c.id).where(T.c.org_id == org_id, T.c.subject == subject_id)
-    result = await db.execute(update(R).where(R.c.org_id == org_id, R.c.output.is_not(None) | R.c.trace.is_not(None),
+    # Every one of them, also a turn still running (its row holds her id before it holds any output).
+    result = await db.execute(update(R).where(R.c.org_id == org_id,
                                               (R.c.subject == subject_id) | R.c.thread_id.in_(her_threads))
                               .values(_FORGET).returning(R.c.id))
     return {"responses": len(result.all())}

@@ -19,6 +19,7 @@ from backend.access.context import RequestContext
 from backend.access.subjects import combine, parse_subject
 from backend.domains import compaction
 from backend.domains.agents import service as agents
+from backend.domains.erasure import guard as erasure
 from backend.domains.injection import service as injection
 from backend.domains.injection.config import choose_block
 from backend.domains.memory import decay
@@ -93,7 +94,7 @@ def _agent_turn(agent: agents.AgentVersion | None) -> AgentTurn | None:
                      agent.working_state_schema, agent.compaction)
 
 
-async def _thread_of(ctx: RequestContext, field: tuple[str, str]) -> str:
+async def _thread_of(ctx: RequestContext, field: tuple[str, str]) -> tuple[str, str | None]:
     name, value = field
     if name == "previous_response_id":
         row = await repo.get(ctx.db, ctx.org_id, value)
@@ -105,7 +106,7 @@ async def _thread_of(ctx: RequestContext, field: tuple[str, str]) -> str:
         raise ctx.deny("The policy does not let this request continue this thread.", action="thread.write",
                        object_type="thread", object_id=value)
     await thread_rules.not_erased(ctx, thread["subject"])
-    return str(thread["id"])
+    return str(thread["id"]), thread["subject"]
 
 
 async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | None) -> Turn | dict[str, Any]:
@@ -130,11 +131,14 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
         return earlier
     turn = Turn(ctx, body, spec, items, tools, zone, stored, agent=_agent_turn(agent),
                 compaction=_compaction(ctx, agent))
+    owner = ctx.person
     if field is not None:
-        turn.thread_id = await _thread_of(ctx, field)
+        turn.thread_id, owner = await _thread_of(ctx, field)
     await _check_outputs(turn)
     if not stored:
         return turn
+    turn.people = tuple(sorted({p for p in (ctx.person, owner) if p is not None}))
+    turn.accepted_at = await repo.transaction_start(ctx.db) if turn.people else None
     if turn.thread_id is None:
         turn.thread_id = await _new_thread(ctx, turn)
     await repo.insert_response(ctx.db, {
@@ -307,6 +311,10 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
     status = "failed" if failure else "completed"
     error = {"code": failure.code, "message": failure.message} if failure else None
     if turn.stored:
+        # MEM-19: a person erased while the model answered gets nothing back; the erasure's lock is taken before
+        # any row lock here, as the erasure itself takes it (the other order deadlocks with it).
+        await erasure.refuse_if_erased(ctx.db, ctx.org_id, ctx.settings.secret, turn.people,
+                                       started_at=turn.accepted_at)
         await _append(ctx, turn, turn.produced)
         if turn.pseudonymizer is not None and turn.thread_id is not None:
             await pii_service.store(ctx, turn.thread_id, turn.pseudonymizer)  # values first seen in tool results

@@ -72,6 +72,9 @@ class Turn:
     pseudonymizer: Any = None  # a Pseudonymizer when the key hides personal data (TRN-10)
     state_written: bool | None = None
     rounds: int = 0
+    # MEM-19: whose erasure after `accepted_at` (the accepting transaction's start) stops the turn from keeping more
+    people: tuple[str, ...] = ()
+    accepted_at: datetime | None = None
 
     @property
     def usage(self) -> dict[str, int]:
