@@ -35,6 +35,7 @@ MEMORY: list[PageSpec] = [
     PageSpec("app_pages/extraction.py", "Extraction health", ":material/monitor_heart:", "extraction", "DSH-5"),
     PageSpec("app_pages/previewer.py", "Injection previewer", ":material/preview:", "previewer", "DSH-6"),
     PageSpec("app_pages/threads.py", "Threads", ":material/forum:", "threads", "DSH-7"),
+    PageSpec("app_pages/proposals.py", "Proposals", ":material/merge_type:", "proposals", "DSH-9"),
 ]
 
 SECTIONS: dict[str, list[PageSpec]] = {

@@ -36,8 +36,8 @@ def create_form() -> None:
     field_error("name")
     provider = st.radio("Embedding", list(index_admin.EMBEDDINGS), key="indexes_provider", horizontal=True,
                         format_func=lambda p: index_admin.EMBEDDINGS[p].label,
-                        help="How records are turned into vectors for search by meaning. It cannot be changed "
-                             "later.")
+                        help="How records are turned into vectors for search by meaning. Changing it later "
+                             "(PATCH /indexes/{id}) re-embeds every record in the background.")
     choice = index_admin.EMBEDDINGS[str(provider)]
     st.caption(choice.help)
     field_error("embedding", "embedding.provider")

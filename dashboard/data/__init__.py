@@ -103,7 +103,7 @@ def choose_org(value: str | None) -> None:
     st.session_state[ORG] = value
     for key in [k for k in st.session_state if str(k).startswith(("audit_", "records_", "stores_", "threads_", "keys_",
                                                                    "people_", "indexes_", "overview_", "preview_",
-                                                                   "extraction_"))]:
+                                                                   "extraction_", "proposals_"))]:
         del st.session_state[key]
 
 

@@ -29,6 +29,7 @@ ERASED_WORDS = {
     "items": "thread items (hers, and those in her threads)", "notes": "notes (hers, and those on her items)",
     "working_states": "working states of her threads", "summaries": "summaries of her threads",
     "labelled_threads": "threads that no longer name her in a label",
+    "memory_proposals": "promotion proposals that rested on her records alone",
 }
 
 

@@ -41,7 +41,7 @@ SPEC_ID = re.compile(r"\b(PLT|MEM|INJ|EXT|THR|TRN|DSH|EXP)-\d+")
 # The documentation's screenshot of each page, by the page's url path.
 DOC_NAMES = {"overview": "overview", "records": "records", "stores": "stores", "previewer": "previewer",
              "threads": "threads", "audit": "audit", "keys": "keys", "people": "people", "indexes": "indexes",
-             "extraction": "extraction"}
+             "extraction": "extraction", "proposals": "proposals"}
 # Labels of primary buttons whose text does not fit its box: Streamlit then cuts the label ("S…", or nothing but
 # the icon) and the label's box scrolls (its scrollWidth exceeds its clientWidth, which may be 0).
 CUT_PRIMARY_BUTTONS = """() => Array.from(document.querySelectorAll('button[data-testid^="stBaseButton-primary"]'))
