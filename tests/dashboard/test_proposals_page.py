@@ -44,6 +44,15 @@ def test_dsh_9_apply_writes_the_shared_record_and_dismiss_ends_a_proposal(app, o
     record_id = next(s.value for s in at.success if s.value.startswith("Applied")).split("`")[1]
     shared = client.get(f"/memory/{record_id}", headers=org.full).json()
     assert (shared["subject"], shared["text"], shared["labels"]) == (None, shown, {"audience": "everyone"})
+    # The Records page then shows it among the shared records.
+    at.switch_page("app_pages/records.py").run()
+    at.selectbox(key="records_owner").select("shared only")
+    at.button(key="records_apply").click().run()
+    no_exception(at)
+    listed = [d.value for d in at.dataframe if "effective" in d.value.columns]
+    assert len(listed) == 1 and list(listed[0]["id"]) == [record_id]
+    at.switch_page("app_pages/proposals.py").run()
+    no_exception(at)
     other = at.subheader[0].value
     assert other != shown and len(at.dataframe(key="proposals_table").value) == 1
 
