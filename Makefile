@@ -8,6 +8,9 @@ ARGS ?=
 # `make test` leaves out the long variants marked `slow` (the battery's big example counts); `.ci/run` runs them
 # with `make test PYTEST_ARGS=`.
 PYTEST_ARGS ?= -m "not slow"
+# The suite runs in two processes (pytest-xdist), each with its own embedded PostgreSQL; a test file stays in one
+# process, so its module fixtures are built once. `make test PYTEST_WORKERS=0` runs it in this process alone.
+PYTEST_WORKERS ?= 2
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -30,7 +33,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy backend shared dashboard
 
 pytest: $(STAMP)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
