@@ -18,7 +18,6 @@ import httpx
 import pytest
 
 from backend.access.policy import writer_policy
-from tests.battery.conftest import scaled
 from tests.helpers import ALL_CAPS, bearer, bootstrap_org
 
 PEOPLE = ["a_b", "a-b", "A_B", "\u0430_b"]
@@ -204,4 +203,4 @@ def test_plt_1_concurrent_identities_stay_apart(live_api: str, settings: Any, da
 @pytest.mark.slow
 def test_plt_1_concurrent_identities_stay_apart_long(live_api: str, settings: Any, database_url: str,
                                                                   db: Any, report: Any) -> None:
-    _isolation(live_api, settings, database_url, db, report, scaled(2000, 4000))
+    _isolation(live_api, settings, database_url, db, report, 4000)

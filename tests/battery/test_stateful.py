@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from backend.access.policy import writer_policy
-from tests.battery.conftest import scaled
 from tests.helpers import ALL_CAPS, Org, bearer, bootstrap_org
 
 PEOPLE = ["anna", "bob"]
@@ -253,4 +252,4 @@ def test_mem_stateful_model_agrees_with_the_api(client: Any, org: Org, report: A
 
 @pytest.mark.slow
 def test_mem_stateful_model_agrees_with_the_api_long(client: Any, org: Org, report: Any) -> None:
-    _run(client, org, scaled(60, 200), 40, report)
+    _run(client, org, 200, 40, report)
