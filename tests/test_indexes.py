@@ -57,3 +57,19 @@ def test_plt_13_bad_embedding_config_is_422(org, client):
     response = client.post("/indexes", headers=org.full,
                            json={"name": "x", "embedding": {"provider": "hashing", "model": "m", "dimensions": 0}})
     assert_error(response, 422, param="embedding.dimensions")
+
+
+def test_plt_14_an_embedding_server_address_with_a_control_character_is_422_not_a_failing_search(org, client):
+    """Found by schemathesis: an index accepted `base_url` "http://\\n…", and every search of it then failed with
+    500 when the SDK refused the address. It is refused where it is given, on creation and on change."""
+    for url in ("http://\nexample.test/v1", "ftp://example.test/v1", "http:// example.test", "example.test"):
+        embedding = {"provider": "openai_compatible", "model": "m", "dimensions": 8, "base_url": url}
+        assert_error(client.post("/indexes", headers=org.full, json={"name": "x", "embedding": embedding}),
+                     422, param="embedding.base_url")
+    created = client.post("/indexes", headers=org.full, json={"name": "x"})
+    assert created.status_code == 201, created.text
+    embedding = {"provider": "openai_compatible", "model": "m", "dimensions": 8, "base_url": "http://a\tb/v1"}
+    assert_error(client.patch(f"/indexes/{created.json()['id']}", headers=org.full, json={"embedding": embedding}),
+                 422, param="embedding.base_url")
+    good = {"provider": "openai_compatible", "model": "m", "dimensions": 8, "base_url": "http://127.0.0.1:9/v1"}
+    assert client.post("/indexes", headers=org.full, json={"name": "y", "embedding": good}).status_code == 201

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlparse
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,14 +30,29 @@ async def reachable(db: AsyncSession, scope: Scope, index_id: str, param: str = 
     return row
 
 
+def check_base_url(url: str) -> None:
+    """An embedding server's address: http or https with a host, no spaces or control characters (the SDK refuses
+    those only when a search first calls it, which would fail every search of the index)."""
+    parsed = urlparse(url)
+    if (parsed.scheme not in ("http", "https") or not parsed.netloc or len(url) > 2000
+            or any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url)):
+        raise ValidationFailed("The embedding server's address must be an http(s) URL without spaces, such as "
+                               "http://127.0.0.1:11434/v1.", param="embedding.base_url")
+
+
 async def embedding_indexes(db: AsyncSession, scope: Scope) -> list[dict[str, Any]]:
     """Every index the scope reaches whose records are embedded."""
     return await repo.embedding_indexes(db, scope)
 
 
 def check_embedding(setting: EmbeddingConfig | None) -> None:
-    """A `local` setting names a model this installation has, with that model's dimensions (PLT-13)."""
-    if setting is None or setting.provider != "local":
+    """A `local` setting names a model this installation has, with that model's dimensions; a `base_url` is a plain
+    http(s) address (PLT-13)."""
+    if setting is None:
+        return
+    if setting.base_url is not None:
+        check_base_url(setting.base_url)
+    if setting.provider != "local":
         return
     model = local_embeddings.MODELS.get(setting.model)
     if model is None:
