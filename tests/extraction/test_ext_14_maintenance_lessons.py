@@ -46,6 +46,21 @@ def test_ext_14_alike_episodes_teach_one_maintenance_lesson(client, org, db, scr
     refused = client.post(f"/memory/{lessons[0]['id']}/verify", headers=org.admin)
     assert refused.status_code == 409 and refused.json()["code"] == "maintenance_lesson"
     assert records(org, index_id, "bob", type="lesson") == []
+    # Never shown to a colleague, even one whose key's policy grants every record of the organisation.
+    lesson = lessons[0]
+    everything = org.make_key(policy={"rules": [
+        {"id": "see-all", "effect": "permit", "kind": "memory_record", "actions": ["see", "write", "delete"]}]})
+    for who in ("bob", None):
+        colleague = bearer(everything["secret"], who)
+        listed = client.get("/memory", params={"index_id": index_id, "type": "lesson"}, headers=colleague)
+        assert listed.status_code == 200 and listed.json()["data"] == []
+        assert client.get(f"/memory/{lesson['id']}", headers=colleague).status_code == 404
+        found = client.get("/memory/search", params={"index_id": index_id, "q": "week planned"}, headers=colleague)
+        assert found.status_code == 200 and lesson["id"] not in [r["id"] for r in found.json()["data"]]
+        assert client.delete(f"/memory/{lesson['id']}", headers=colleague).status_code == 404
+    # Anna through the same key, and the administrator, still see it.
+    assert client.get(f"/memory/{lesson['id']}", headers=bearer(everything["secret"], "anna")).status_code == 200
+    assert client.get(f"/memory/{lesson['id']}", headers=org.admin).status_code == 200
     # The episodes were used: another pass asks nothing.
     maintain(database_url, run_jobs, 1)
     assert len(scripted.requests) == 1

@@ -36,6 +36,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSQUERY
 from sqlalchemy.sql.expression import UnaryExpression
 from sqlalchemy.sql.operators import custom_op
 
+from backend.access.policy_sql import SUBJECT_PARAM
 from backend.access.scope import Scope
 from backend.db.models import table_of
 from backend.db.models_memory import MemoryRecord, MemoryVersion
@@ -123,7 +124,17 @@ def min_confidence_params(half_lives: Mapping[str, float], minimum: float, name:
 def _visible(scope: Scope, table: Any, bound: bool) -> ColumnElement[bool]:
     org = bindparam(ORG_PARAM, type_=Text) if bound else scope.org_id
     return and_(table.c.org_id == org, scope.index_clause(table.c.index_id),
-                scope.visible("memory_record", "see", table.c.subject, table.c.labels, bound=bound))
+                scope.visible("memory_record", "see", table.c.subject, table.c.labels, bound=bound),
+                _owner_only_kept(scope, table, bound))
+
+
+def _owner_only_kept(scope: Scope, table: Any, bound: bool) -> ColumnElement[bool]:
+    """EXT-14: what maintenance wrote about a person (her lessons) is hers alone, whatever a colleague's policy
+    grants; administrators still see it. A request naming nobody compares with NULL, so it sees none of it."""
+    if scope.unrestricted:
+        return true()
+    subject = bindparam(SUBJECT_PARAM, type_=Text) if bound else literal(scope.subject_id, Text)
+    return or_(table.c.source != literal_column("'maintenance'"), table.c.subject == subject)
 
 
 def scope_params(scope: Scope) -> dict[str, Any]:
