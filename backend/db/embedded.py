@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import make_url
+
+from backend.db.tenant import APP_ROLE
+
 DATABASE_NAME = "coremem"
 _servers: dict[Path, Any] = {}  # keeps each server handle alive for the life of the process
 
@@ -23,11 +27,36 @@ def start_server(pgdata: Path, *, cleanup_mode: str | None = "stop") -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _servers[pgdata] = pgserver.get_server(pgdata, cleanup_mode=cleanup_mode)
+        _ensure_app_login(_servers[pgdata])
     return _servers[pgdata]
+
+
+def _ensure_app_login(server: Any) -> None:
+    """The application's role may log in, so the API and the workers connect as it and never as the owner
+    (issue 17 item 11). Roles belong to the cluster, so this runs once per server, before any migration: 0016
+    then finds the role and only grants it its rights. The server trusts local connections (pgserver)."""
+    server.psql(f"""DO $$ BEGIN
+        IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
+            CREATE ROLE {APP_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
+        ELSE
+            ALTER ROLE {APP_ROLE} LOGIN;
+        END IF;
+    EXCEPTION WHEN duplicate_object THEN NULL;
+    END $$;""")
 
 
 def socket_url(pgdata: Path, database: str) -> str:
     return f"postgresql+psycopg://postgres@/{database}?host={pgdata.resolve()}"
+
+
+def app_login_url(url: str) -> str:
+    """`url` with the application's role as its login when it reaches an embedded server, whose socket lives in
+    its own data directory; any other URL unchanged (`make_engine` then switches role at connection start)."""
+    parsed = make_url(url)
+    host = parsed.query.get("host")
+    if isinstance(host, str) and parsed.username == "postgres" and (Path(host) / "PG_VERSION").is_file():
+        return parsed.set(username=APP_ROLE).render_as_string(hide_password=False)
+    return url
 
 
 def ensure_database(server: Any, database: str) -> None:

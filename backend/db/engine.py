@@ -6,6 +6,7 @@ import msgspec
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
+from backend.db.embedded import app_login_url
 from backend.db.tenant import APP_ROLE
 
 
@@ -19,13 +20,18 @@ def normalise_url(url: str) -> str:
 
 def make_engine(url: str, *, pool_size: int = 10, app_role: bool = True) -> AsyncEngine:
     """The application's engine. Its connections act as `coremem_app` (issue 17 item 11), which owns no table and
-    is bound by row-level security: set at connection start (libpq `options`, no extra round trip), so a login
-    that is `coremem_app` or a member of it works alike. `app_role=False` is for the owner's own work (tests'
-    fixtures, benchmarks' data builders), never for requests or jobs."""
+    is bound by row-level security. On the embedded server they log in as it. Elsewhere they log in as the URL
+    says and take the role at connection start (libpq `options`, no extra round trip): give the application a
+    login that is `coremem_app` or a member of it, not the owner, or a `RESET ROLE` would drop the protection
+    (docs/operations.md). `app_role=False` is for the owner's own work (tests' fixtures, benchmarks' data
+    builders), never for requests or jobs."""
+    if app_role:
+        url = app_login_url(url)
+    logs_in_as_app = make_url(url).username == APP_ROLE
+    connect_args = {"options": f"-c role={APP_ROLE}"} if app_role and not logs_in_as_app else {}
     # No ping before each checkout (a round trip per request): a connection the server dropped fails its
     # request, and SQLAlchemy then discards every pooled connection; they are also renewed every 30 minutes.
     # JSON columns are read with msgspec, several times faster than the standard library's json module.
-    connect_args = {"options": f"-c role={APP_ROLE}"} if app_role else {}
     return create_async_engine(normalise_url(url), pool_size=pool_size, max_overflow=20, pool_pre_ping=False,
                                pool_recycle=1800, json_deserializer=msgspec.json.decode, connect_args=connect_args)
 

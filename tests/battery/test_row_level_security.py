@@ -7,12 +7,15 @@ organisation set; the role cannot switch the protection off."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
+from backend.db.embedded import app_login_url
+from backend.db.engine import make_engine
 from backend.db.tenant import APP_ROLE
 from tests.helpers import bearer
 
@@ -24,8 +27,8 @@ def _plain(database_url: str) -> str:
 
 
 def _as_app(database_url: str) -> psycopg.Connection[Any]:
-    """A connection as the application makes one (`backend.db.engine.make_engine`)."""
-    return psycopg.connect(_plain(database_url), options=f"-c role={APP_ROLE}")
+    """A connection as the application makes one on the embedded server (`backend.db.engine.make_engine`)."""
+    return psycopg.connect(_plain(app_login_url(database_url)))
 
 
 def _tenant_tables(db: psycopg.Connection[Any]) -> list[str]:
@@ -105,6 +108,34 @@ def test_item_11_every_tenant_table_forces_a_policy_and_the_app_role_cannot_lift
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             app.execute("SELECT count(*) FROM memory_records")
         app.rollback()
+
+
+def test_item_11_the_application_logs_in_as_the_app_role_so_no_reset_returns_to_the_owner(org, client, db,
+                                                                                           database_url):
+    """The product's own engine logs in as `coremem_app` on the embedded server: a session that resets its role
+    (an injected `RESET ROLE`, `SET ROLE NONE`) is still `coremem_app`, never the owner or a superuser."""
+    if "?host=" not in database_url:
+        pytest.skip("CORE_TEST_DATABASE_URL: the login is the operator's choice (docs/operations.md)")
+    index = client.post("/indexes", headers=org.full, json={"name": "login"}).json()
+    written = client.post("/memory", headers=bearer(org.key, "anna"),
+                          json={"index_id": index["id"], "type": "fact", "text": "Tea, no sugar."})
+    assert written.status_code == 201, written.text
+
+    async def users() -> list[tuple[str, str]]:
+        engine = make_engine(database_url, pool_size=1)
+        try:
+            async with engine.connect() as conn:
+                seen = [tuple((await conn.exec_driver_sql("SELECT session_user, current_user")).one())]
+                for reset in ("RESET ROLE", "SET ROLE NONE", "RESET ALL"):
+                    await conn.exec_driver_sql(reset)
+                    seen.append(tuple((await conn.exec_driver_sql("SELECT session_user, current_user")).one()))
+                rows = (await conn.exec_driver_sql("SELECT count(*) FROM memory_records")).scalar()
+                assert rows == 0  # no organisation set: nothing, even after the resets
+                return seen  # type: ignore[return-value]
+        finally:
+            await engine.dispose()
+
+    assert asyncio.run(users()) == [(APP_ROLE, APP_ROLE)] * 4
 
 
 def test_item_11_the_app_role_cannot_write_into_another_organisation(org, other_org, client, database_url):
