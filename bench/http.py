@@ -13,6 +13,8 @@ requests/s over loopback at 1 and at 8 connections, all scenarios interleaved in
     (e)        GET /thread-items?q=… for the person
     (f)        POST /memory, a fact for the person (201)
     (g)        bare handler: key check, the same INSERT into memory_records and memory_versions, commit (201)
+    (c0 … f0)  c … f against a second product on a copy of the database whose tables have row-level security
+               switched off (issue 17 item 11): the same code and login, so (c)/(c0) is what the policies cost
 
 The writes, (f) and (g), go to a second organisation made the same way, so the reads see the same records in
 every round; what they wrote is deleted before and after the run. Before measuring, each baseline's answer is
@@ -55,6 +57,7 @@ from typing import Any
 SEED = 20261204
 DATA_VERSION = 2
 DATABASE = "coremem_bench_http"
+UNPROTECTED = DATABASE + "_no_rls"  # the copy the second product serves, row-level security off
 PGDATA = Path(".coremem/bench-http-pg")
 RESULTS = Path(__file__).parent / "results" / "http.md"
 REPO = Path(__file__).resolve().parent.parent
@@ -166,12 +169,12 @@ def start_server(name: str, command: list[str], env: dict[str, str], port: int, 
     raise InvalidRun(f"{name} did not answer {probe} within 120 s:\n{server.tail()}")
 
 
-def start_product(url: str, logs: Path) -> Server:
+def start_product(url: str, logs: Path, name: str = "product") -> Server:
     """`coremem serve --host 127.0.0.1 --port P`, exactly as a user starts it, on the benchmark's database."""
     port = _free_port()
     env = {**os.environ, "CORE_DATABASE_URL": url, "CORE_DATA_DIR": str(logs), "CORE_SECRET": SECRET}
     coremem = str(Path(sys.executable).parent / "coremem")
-    return start_server("product", [coremem, "serve", "--host", "127.0.0.1", "--port", str(port)], env, port,
+    return start_server(name, [coremem, "serve", "--host", "127.0.0.1", "--port", str(port)], env, port,
                         "/health", logs)
 
 
@@ -359,12 +362,34 @@ def clear_writes(url: str, meta: dict[str, Any]) -> int:
     return deleted
 
 
+def copy_without_rls(url: str) -> tuple[str, int]:
+    """A copy of the data set (CREATE DATABASE … TEMPLATE) whose tables have row-level security switched off:
+    the second product serves it with the same code and login, so the difference is the policies' cost."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    source = make_url(plain(url))
+    admin = source.set(database="postgres").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{UNPROTECTED}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{UNPROTECTED}" TEMPLATE "{source.database}"')
+    copy = make_url(url).set(database=UNPROTECTED).render_as_string(hide_password=False)
+    with psycopg.connect(plain(copy), autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute("SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace "
+                                             "AND relkind = 'r' AND relrowsecurity").fetchall()]
+        for table in tables:
+            conn.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
+            conn.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
+        conn.execute("ANALYZE")
+    return copy, len(tables)
+
+
 # ---------------------------------------------------------------- scenarios and wrk
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    server: str  # "product" or "baseline"
+    server: str  # "product", "unprotected" (the product on the copy without row-level security) or "baseline"
     method: str
     path: str
     what: str
@@ -383,12 +408,27 @@ def scenarios(meta: dict[str, Any]) -> list[Scenario]:
         Scenario("b-key", "baseline", "GET", "/key", "bare handler, `KEY_SQL`"),
         Scenario("b-memory", "baseline", "GET", memory, "bare handler, `MEMORY_SQL`", subject=True),
         Scenario("b-search", "baseline", "GET", search, "bare handler, `SEARCH_SQL`", subject=True),
+        # Each product scenario next to its twin without row-level security, so drift hits both alike.
+        *[twin for s in product_scenarios(meta) for twin in (s, unprotected(s))],
+        Scenario("g", "baseline", "POST", "/memory", "bare handler, `WRITE_SQL`", 201, True, write, "writes_key"),
+    ]
+
+
+def unprotected(s: Scenario) -> Scenario:
+    return Scenario(f"{s.name}0", "unprotected", s.method, s.path, f"{s.what}, row-level security off", s.expected,
+                    s.subject, s.body, s.credential)
+
+
+def product_scenarios(meta: dict[str, Any]) -> list[Scenario]:
+    memory = f"/memory?index_id={meta['index_id']}&limit={PAGE}"
+    search = f"/thread-items?q={meta['word']}"
+    write = json.dumps({"index_id": meta["writes_index_id"], "type": "fact", "text": WRITE_TEXT})
+    return [
         Scenario("c", "product", "GET", "/key", "GET /key"),
         Scenario("d", "product", "GET", memory, f"GET /memory?index_id=…&limit={PAGE} for {PERSON}", subject=True),
         Scenario("e", "product", "GET", search, f"GET /thread-items?q={meta['word']} for {PERSON}", subject=True),
         Scenario("f", "product", "POST", "/memory", f"POST /memory, a fact for {PERSON}", 201, True, write,
                  "writes_key"),
-        Scenario("g", "baseline", "POST", "/memory", "bare handler, `WRITE_SQL`", 201, True, write, "writes_key"),
     ]
 
 
@@ -565,6 +605,21 @@ def check_equivalence(product: Server, baseline: Server, meta: dict[str, Any], u
     return found
 
 
+def same_without_rls(product: Server, unprotected_product: Server, meta: dict[str, Any]) -> None:
+    """The product on the copy without row-level security answers the reads exactly as the product does."""
+    import httpx
+
+    person = {"Authorization": f"Bearer {meta['key']}", "X-Core-Subject": json.dumps({"id": PERSON})}
+    with httpx.Client(timeout=30) as http:
+        for s in product_scenarios(meta):
+            if s.method != "GET":
+                continue
+            answers = [http.get(server.base + s.path, headers=person) for server in (product, unprotected_product)]
+            if any(a.status_code != 200 for a in answers):
+                raise InvalidRun(f"{s.path} answered {[a.status_code for a in answers]}")
+            _same(f"({s.name}) with and without row-level security", answers[0].json(), answers[1].json())
+
+
 # ---------------------------------------------------------------- the run
 
 @dataclass
@@ -581,9 +636,9 @@ class Results:
         return statistics.median(s.p99_ms for s in self.samples[(name, connections)])
 
 
-def measure(product: Server, baseline: Server, meta: dict[str, Any], rounds: int, seconds: int,
-            warmup: int) -> Results:
-    servers = {"product": product, "baseline": baseline}
+def measure(product: Server, baseline: Server, unprotected_product: Server, meta: dict[str, Any], rounds: int,
+            seconds: int, warmup: int) -> Results:
+    servers = {"product": product, "baseline": baseline, "unprotected": unprotected_product}
     results = Results()
     plan = scenarios(meta)
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
@@ -619,7 +674,7 @@ def _load() -> str:
 
 
 BASELINE_OF = {"a": None, "b-key": None, "b-memory": None, "b-search": None, "c": "b-key", "d": "b-memory",
-               "e": "b-search", "f": "g", "g": None}
+               "e": "b-search", "f": "g", "g": None, "c0": None, "d0": None, "e0": None, "f0": None}
 
 
 def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
@@ -642,15 +697,17 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
         f"{info['database']}, {info['wrk']}. Product at {info['revision']}. Run {info['at']}; load average "
         f"{info['load_before']} before, {info['load_after']} after.",
         f"Method: `python -m bench.http{' --quick' if info['quick'] else ''}`. The product is `coremem serve` and the "
-        "baseline `uvicorn bench.http_baseline:app`, each one process, one worker, log level info, no access log, "
+        "baseline `uvicorn bench.http_baseline:app`, and the product without row-level security a second "
+        "`coremem serve`, each one process, one worker, log level info, no access log, "
         "on the same "
         "database with the product's engine and pool (`make_engine` + `make_sessionmaker`, one transaction per "
         f"request). wrk (1 thread) on loopback; {info['warmup']:g} s warm-up per scenario, then {info['rounds']} "
         f"round{'s' if info['rounds'] > 1 else ''} of {info['seconds']:g} s per scenario and connection count, "
-        "interleaved (a, b-key, b-memory, b-search, c, d, e, f, g at 1 connection, then at 8, then the next "
-        "round). Medians over the rounds. Every answer's status is checked (200, or 201 for the writes); none "
-        "was wrong and wrk reported no socket error. Before measuring, each baseline's answer was compared with "
-        "the product's (identical JSON; for the write the same stored record and version, ids and times aside).",
+        "interleaved (a, b-key, b-memory, b-search, c, c0, d, d0, e, e0, f, f0, g at 1 connection, then at 8, "
+        "then the next round). Medians over the rounds. Every answer's status is checked (200, or 201 for the "
+        "writes); none was wrong and wrk reported no socket error. Before measuring, each baseline's answer was "
+        "compared with the product's (identical JSON; for the write the same stored record and version, ids and "
+        "times aside), and the product without row-level security answered (c), (d) and (e) identically.",
     ]
     for connections in CONNECTIONS:
         lines += ["", f"## {connections} connection{'s' if connections > 1 else ''}", "",
@@ -664,6 +721,20 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
             lines.append(f"| {s.name} | {s.what} | {results.rps(s.name, connections):,.0f} | {rounds} | "
                          f"{results.p50(s.name, connections):.2f} | {results.p99(s.name, connections):.2f} | "
                          f"{ratio} |")
+    lines += ["", "## What row-level security costs", "",
+              f"(c0) … (f0) are the same product, login and requests on `{UNPROTECTED}`, a copy of the data set "
+              f"whose {info['rls_tables']} protected tables have row-level security switched off; the product still "
+              "sets the organisation per transaction there (one `set_config` per request), so the difference is what "
+              "the policies themselves cost. Throughput with them as a share of throughput without:", "",
+              "| route | " + " | ".join(f"{c} conn: req/s with / without" for c in CONNECTIONS) + " | "
+              + " | ".join(f"{c} conn: p50 ms with / without" for c in CONNECTIONS) + " |",
+              "| --- | " + " | ".join("---:" for _ in CONNECTIONS) + " | " + " | ".join("---:" for _ in CONNECTIONS)
+              + " |"]
+    for s in product_scenarios(meta):
+        shares = [f"{results.rps(s.name, c):,.0f} / {results.rps(s.name + '0', c):,.0f} = "
+                  f"{results.rps(s.name, c) / results.rps(s.name + '0', c):.2f}×" for c in CONNECTIONS]
+        p50s = [f"{results.p50(s.name, c):.2f} / {results.p50(s.name + '0', c):.2f}" for c in CONNECTIONS]
+        lines.append(f"| ({s.name}) {s.what} | " + " | ".join(shares) + " | " + " | ".join(p50s) + " |")
     lines += ["", f"## Goals (at {CONNECTIONS[-1]} connections)", ""]
     for line in goal_lines(results):
         lines.append(f"- {line}")
@@ -731,8 +802,12 @@ def main() -> None:
             print(f"removed {cleared:,} records an earlier run wrote", flush=True)
         import httpx
 
+        unprotected_url, info_rls_tables = copy_without_rls(url)
+        clear_writes(unprotected_url, meta)
         product = start_product(url, logs)
         servers.append(product)
+        unprotected_product = start_product(unprotected_url, logs, "unprotected")
+        servers.append(unprotected_product)
         captured = httpx.get(product.base + "/key", headers={"Authorization": f"Bearer {meta['key']}"}, timeout=30)
         if captured.status_code != 200:
             raise InvalidRun(f"GET /key answered {captured.status_code}: {captured.text}")
@@ -742,15 +817,17 @@ def main() -> None:
         baseline = start_baseline(url, logs, body_file, key_type, meta["key"])
         servers.append(baseline)
         found = check_equivalence(product, baseline, meta, url, key_body, key_type)
+        same_without_rls(product, unprotected_product, meta)
         print(f"baselines answer like the product (GET /memory: {found['memory_hers']} hers, "
               f"{found['memory_shared']} shared; search: {found['search_hits']} hits)", flush=True)
         load_before, revision = _load(), _revision()
-        results = measure(product, baseline, meta, rounds, seconds, warmup)
+        results = measure(product, baseline, unprotected_product, meta, rounds, seconds, warmup)
         wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.split("[")[0].strip()
         info = {"at": datetime.now(UTC).isoformat(timespec="seconds"), "load_before": load_before,
                 "load_after": _load(), "rounds": rounds, "seconds": seconds, "warmup": warmup, "quick": args.quick,
                 "wrk": wrk_version or "wrk", "revision": revision,
-                "database": "embedded PostgreSQL (pgserver)" if pg else "PostgreSQL at CORE_DATABASE_URL", **found}
+                "database": "embedded PostgreSQL (pgserver)" if pg else "PostgreSQL at CORE_DATABASE_URL",
+                "rls_tables": info_rls_tables, **found}
         for server in servers:
             if server.process.poll() is not None:
                 raise InvalidRun(f"the {server.name} exited during the run:\n{server.tail()}")
@@ -773,6 +850,8 @@ def main() -> None:
         with contextlib.suppress(Exception):
             if "meta" in locals():
                 clear_writes(url, meta)
+                if "unprotected_url" in locals():
+                    clear_writes(unprotected_url, meta)
         if pg is not None:
             pg.cleanup()
     sys.exit(0)
