@@ -1,9 +1,10 @@
-"""What the crash tests of the job queue share: a world of extraction windows, compaction summaries and records
-to re-embed in one organisation, `coremem worker` subprocesses, and what the run left (to compare two runs).
+"""What the crash tests of the job queue share: a world of extraction windows, compaction summaries, records
+to re-embed and a store for the maintenance pass in one organisation, `coremem worker` subprocesses, and what the
+run left (to compare two runs).
 
 The scripted model answers each request from what it was sent (`respond`), so two runs over equal worlds get
 equal answers however their jobs interleave: an extraction window's answer is read off its own lines, a summary's
-text is a hash of its transcript.
+text is a hash of its transcript, and the helper model's judgements are read off the lines it is shown.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from typing import Any
 from backend.db import job_queue
 from backend.domains.compaction import CompactionSettings
 from backend.domains.extraction.queue import REEMBED_TASK
+from backend.jobs.maintenance import TASK as MAINTENANCE_TASK
 from tests.compaction.util import schedule_job, write_turns
+from tests.extraction.maintenance_util import improvements_on, store_settings, write
 from tests.extraction.util import answer, new, new_store, run_now, switch_on
 from tests.helpers import bearer, in_transaction
 from tests.jobs.test_job_queue import coremem, env_for
@@ -33,11 +36,26 @@ FULL = os.environ.get("CORE_BATTERY_FULL", "") not in ("", "0", "false")  # the 
 STALLED_SECONDS = 3  # the workers' CORE_JOBS_STALLED_SECONDS: a killed worker's jobs come back after this
 SUMMARY_SETTINGS = CompactionSettings(keep_recent_turns=1, segment_turns=1)
 LIKES = re.compile(r"I like ([\w-]+)\.")
+# The maintained store: people who park in two garages (a contradiction the helper model names), facts two
+# people hold (proposed by their records), and one person's facts the helper model judges general knowledge.
+PARKS = ("Parks the car in garage north.", "Parks the car in garage south.")
+PARKERS = 5
+SHARED = ("The canteen serves soup on Fridays.", "Visitors sign in at the front desk.", "The library opens at nine.")
+GENERAL = ("The office wifi network is called blue.", "The bike shed closes at midnight.",
+           "The coffee machine is cleaned on Mondays.")
+NUMBERED = re.compile(r"^(\d+)\. (.*)$")
 
 
 def respond(request: dict[str, Any]) -> str:
     """The scripted model's answer, a function of the request alone."""
     sent = request["messages"][-1]["content"]
+    asked_for = (request.get("response_format") or {}).get("json_schema", {}).get("name")
+    if asked_for == "maintenance":  # the helper model: contradictions, or facts of general knowledge
+        lines = [(int(m[1]), m[2]) for m in map(NUMBERED.match, sent.splitlines()) if m]
+        if request["messages"][0]["content"].startswith("Each numbered line holds two statements"):
+            return json.dumps({"contradictions": [n for n, line in lines if line == " | ".join(PARKS)
+                                                  or line == " | ".join(reversed(PARKS))]})
+        return json.dumps({"general": [n for n, line in lines if line in GENERAL]})
     if request.get("response_format") is not None:  # an extraction window: what its person says she likes
         conversation = sent.split("\nConversation:\n", 1)[1]
         liked = [m for line in conversation.splitlines() if line.startswith("user: ") for m in LIKES.findall(line)]
@@ -53,13 +71,15 @@ class World:
     summary_threads: list[str] = field(default_factory=list)
     summaries: int = 0  # summaries the world's compaction jobs write in all
     embed_records: int = 0
+    maintained_index: str | None = None  # the store the maintenance pass works on
 
 
 def build(client: Any, org: Any, database_url: str, *, threads: int, windows_per_thread: int, summary_threads: int,
-          turns: int, embed_records: int) -> World:
+          turns: int, embed_records: int, maintenance: bool = False) -> World:
     """Threads of PEOPLE people cut into windows of two messages each (CORE_EXTRACTION_WINDOW_MESSAGES=2 in the
     workers), each window's person liking a new thing and, from the second on, the thread's first thing again (a
-    confirmation); threads without a person with `turns` turns and their summary job; records without a vector."""
+    confirmation); threads without a person with `turns` turns and their summary job; records without a vector;
+    with `maintenance`, a store for the maintenance pass (`maintained`)."""
     index_id = new_store(org)
     for t in range(threads):
         person = f"p{t % PEOPLE}"
@@ -84,7 +104,30 @@ def build(client: Any, org: Any, database_url: str, *, threads: int, windows_per
                                                                        "text": f"Fact number {n}."})
             assert response.status_code == 201, response.text
         world.embed_records = embed_records
+    if maintenance:
+        world.maintained_index = maintained(org)
     return world
+
+
+def maintained(org: Any) -> str:
+    """The store the maintenance pass works on, with the organisation's improvements and helper model on; the
+    world's other stores are left out of maintenance, so what the pass does cannot depend on how far the other
+    jobs got."""
+    improvements_on(org)
+    stores = org.client.get("/indexes", headers=org.full).json()["data"]
+    for store in stores:
+        store_settings(org, store["id"], maintenance={"enabled": False})
+    index_id = new_store(org, "maintained")
+    store_settings(org, index_id, promotion={"enabled": True, "labels": {"audience": "everyone"}})
+    for n in range(PARKERS):
+        for text in PARKS:  # preferences: contested, never proposed (only facts are)
+            write(org, index_id, f"p{n}", text, "preference")
+    for n, text in enumerate(SHARED):
+        for person in (f"p{n}", f"p{n + 1}"):
+            write(org, index_id, person, text)
+    for n, text in enumerate(GENERAL):
+        write(org, index_id, f"p{PEOPLE - 1 - n}", text)
+    return index_id
 
 
 def start(world: World, database_url: str) -> None:
@@ -94,6 +137,9 @@ def start(world: World, database_url: str) -> None:
         in_transaction(database_url, lambda s: s.execute(_NO_VECTORS, {"org": world.org.org_id}))
         in_transaction(database_url, lambda s: job_queue.defer(s, task=REEMBED_TASK, queue="maintenance",
                                                                args={"timestamp": 0}))
+    if world.maintained_index:  # as the periodic schedule queues it, with its lock: one pass at a time
+        in_transaction(database_url, lambda s: job_queue.defer(s, task=MAINTENANCE_TASK, queue="maintenance",
+                                                               args={"timestamp": 0}, lock=MAINTENANCE_TASK))
 
 
 class Workers:
@@ -152,8 +198,11 @@ def done(db: Any, world: World) -> bool:
                        "WHERE org_id = %s", (org,)).fetchone()
     summaries = db.execute("SELECT count(*) FROM thread_summaries WHERE org_id = %s", (org,)).fetchone()[0]
     missing = db.execute(_MISSING, (org,)).fetchone()[0]
+    maintained = world.maintained_index is None or db.execute(
+        "SELECT last_maintenance_run_at IS NOT NULL FROM store_settings WHERE org_id = %s AND index_id = %s",
+        (org, world.maintained_index)).fetchone() == (True,)
     return (ready == (world.windows, world.windows) and summaries >= world.summaries and missing == 0
-            and not pending_jobs(db))
+            and maintained and not pending_jobs(db))
 
 
 def wait_done(db: Any, world: World, workers: Workers, seconds: float) -> None:
@@ -182,13 +231,24 @@ def state(db: Any, world: World) -> dict[str, Any]:
                        (org,)).fetchall()
     vectors = db.execute("SELECT count(*) FILTER (WHERE embedding IS NOT NULL), count(*) FROM memory_records "
                          "WHERE org_id = %s AND index_id <> %s", (org, world.index_id)).fetchone()
-    return {"records": records, "windows": windows, "summaries": summaries, "usage": usage, "vectors": vectors}
+    found = {"records": records, "windows": windows, "summaries": summaries, "usage": usage, "vectors": vectors}
+    if world.maintained_index:
+        found["maintained"] = db.execute(
+            "SELECT r.subject, r.text, r.contested, p.text FROM memory_records r LEFT JOIN memory_records p "
+            "ON p.org_id = r.org_id AND p.id = r.contested_with WHERE r.org_id = %s AND r.index_id = %s "
+            "ORDER BY 1, 2", (org, world.maintained_index)).fetchall()
+        found["proposals"] = db.execute(
+            "SELECT p.type, p.text, p.basis, p.status, array_agg(e.subject ORDER BY e.subject) FROM memory_proposals p "
+            "JOIN memory_proposal_evidence e ON e.org_id = p.org_id AND e.proposal_id = p.id WHERE p.org_id = %s "
+            "GROUP BY p.org_id, p.id ORDER BY 2", (org,)).fetchall()
+    return found
 
 
 def counted(found: dict[str, Any]) -> dict[str, int]:
     return {"records": len(found["records"]), "confirmations": sum(r[3] for r in found["records"]),
             "windows": sum(w[1] for w in found["windows"]), "summaries": sum(len(s) for s in found["summaries"]),
-            "vectors": found["vectors"][0]}
+            "vectors": found["vectors"][0], "contested": sum(bool(r[2]) for r in found.get("maintained", ())),
+            "proposals": len(found.get("proposals", ()))}
 
 
 def dump(found: dict[str, Any]) -> str:
@@ -200,6 +260,17 @@ _NO_VECTORS = __import__("sqlalchemy").text(
     "(SELECT id FROM indexes WHERE org_id = :org AND name = 'embedded')")
 _MISSING = ("SELECT count(*) FROM memory_records r JOIN indexes i ON i.org_id = r.org_id AND i.id = r.index_id "
             "WHERE r.org_id = %s AND i.name = 'embedded' AND r.embedding IS NULL")
+
+
+def expected_maintenance() -> dict[str, Any]:
+    """What one uninterrupted maintenance pass leaves in the maintained store."""
+    records = sorted([(f"p{n}", text, True, PARKS[1 - i]) for n in range(PARKERS) for i, text in enumerate(PARKS)]
+                     + [(f"p{n + k}", text, False, None) for n, text in enumerate(SHARED) for k in (0, 1)]
+                     + [(f"p{PEOPLE - 1 - n}", text, False, None) for n, text in enumerate(GENERAL)])
+    proposals = sorted([("fact", text, "same_text", "open", [f"p{n}", f"p{n + 1}"]) for n, text in enumerate(SHARED)]
+                       + [("fact", text, "general", "open", [f"p{PEOPLE - 1 - n}"]) for n, text in enumerate(GENERAL)],
+                       key=lambda p: p[1])
+    return {"maintained": records, "proposals": proposals}
 
 
 def expected_records(threads: int, windows_per_thread: int) -> list[tuple[Any, ...]]:

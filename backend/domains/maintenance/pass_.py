@@ -1,6 +1,12 @@
 """One maintenance pass of one store (EXT-16), in three steps for the job: `prepare` (one transaction: the store
 locked, proposals by records written, what the helper model is to be asked gathered), `ask` (no transaction
-open), `finish` (one transaction: contested marks, lessons, judged proposals, and the store's last run)."""
+open), `finish` (one transaction: contested marks, lessons, judged proposals, and the store's last run).
+
+The last run is written by `finish` alone, so a worker killed between the steps leaves the store due: the job
+comes back (stalled-job recovery) and the pass runs again, whose steps skip what the first one committed
+(proposals already made, records already contested, episodes already used). One pass of a store at a time:
+the job holds an advisory lock on the store for the whole pass (`backend/jobs/maintenance.run_store`), which
+PostgreSQL frees when a killed worker's connection goes."""
 
 from __future__ import annotations
 
@@ -49,7 +55,6 @@ async def prepare(ctx: RequestContext, index_id: str) -> Plan | None:
     plan.pairs = await contested.to_ask(ctx, index_id, spec)
     if sections.lessons.enabled:
         plan.lessons = await lessons.to_ask(ctx, index_id, spec, sections.lessons.min_episodes, datetime.now(UTC))
-    await repo.mark_run(ctx.db, ctx.org_id, index_id)
     return plan
 
 
