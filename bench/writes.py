@@ -84,7 +84,9 @@ async def measure(url: str, meta: dict[str, Any], rounds: int, singles: int) -> 
 
     settings = Settings(database_url=url, data_dir=Path(".coremem"), secret="bench-secret-" + "x" * 24,
                         log_level="WARNING")
-    engine = make_engine(url, pool_size=4)
+    # The baselines (and the key's setup) run as the tables' owner: raw COPY into a table under row-level
+    # security is refused, and the physical limit is what the owner's plain statements cost.
+    engine = make_engine(url, pool_size=4, app_role=False)
     sessions = make_sessionmaker(engine)
     org_id, index_id = meta["org_id"], meta["index_id"]
     async with sessions() as db, db.begin():

@@ -451,3 +451,64 @@ def test_mem_4_concurrent_key_upserts_never_duplicate(mem: Mem, live_api: str, d
     rows = db.execute("SELECT id, version FROM memory_records WHERE index_id = %s", (mem.index_id,)).fetchall()
     assert len(rows) == 1 and rows[0][1] == 12
     assert mem.counts(db) == (1, 12)
+
+
+def test_mem_5_a_large_batch_stores_each_record_as_single_writes_do(mem: Mem, client: Any, db: Any) -> None:
+    """Batches of many records go through COPY and a staging table (backend/domains/memory/bulk.py): every
+    field, the history version and the search vector come out as a single POST /memory writes them."""
+    bodies = [{"index_id": mem.index_id, "type": ("fact", "preference", "commitment")[n % 3],
+               "text": f"Batch record {n}: tab\there, quote ' and \\ backslash, ünïcode.",
+               "metadata": {"n": n, "nested": {"list": [1, "two", None]}}, "labels": {"department": "payroll"},
+               "confidence": 0.5 + n / 1000, "tags": [f"T{n % 4}", "batch"], "priority": ("low", "high")[n % 2],
+               "expires_at": "2031-01-01T00:00:00+01:00" if n % 5 == 0 else None,
+               **({"commitment": {"status": "open", "due_at": "2031-02-01T09:00:00Z"}} if n % 3 == 2 else {})}
+              for n in range(120)]
+    batch = client.post("/memory/batch", json={"records": bodies}, headers=mem.anna())
+    assert batch.status_code == 201, batch.text
+    singles = []
+    for body in bodies:
+        single = client.post("/memory", json=body, headers=mem.anna())
+        assert single.status_code == 201, single.text
+        singles.append(single.json())
+    moment = {"id", "created_at", "updated_at"}
+    by_batch = [{k: v for k, v in r.items() if k not in moment} for r in batch.json()["data"]]
+    assert by_batch == [{k: v for k, v in r.items() if k not in moment} for r in singles]
+    ids = [r["id"] for r in batch.json()["data"]]
+    stored = db.execute("SELECT count(*), count(*) FILTER (WHERE search IS NOT NULL), (SELECT count(*) FROM "
+                        "memory_versions WHERE record_id = ANY(%s)) FROM memory_records WHERE id = ANY(%s)",
+                        (ids, ids)).fetchone()
+    assert stored == (120, 120, 120)
+    found = client.get("/memory/search", params={"index_id": mem.index_id, "q": "backslash ünïcode"},
+                       headers=mem.anna())
+    assert found.status_code == 200 and len(found.json()["data"]) >= 10
+
+
+def test_mem_5_two_staged_batches_in_one_transaction_write_each_row_once(mem: Mem, database_url: str,
+                                                                          db: Any) -> None:
+    """The staging table is emptied after each move, so a second batch in the same transaction (extraction
+    writes several windows' records in one) moves only its own rows."""
+    from backend.domains.memory import bulk
+    from backend.domains.memory.rules import norm_hash
+    from backend.ids import new_id
+    from tests.helpers import in_transaction
+
+    def rows(prefix: str) -> list[dict[str, Any]]:
+        return [{"org_id": mem.org.org_id, "id": new_id("mem"), "index_id": mem.index_id, "subject": "anna",
+                 "type": "fact", "text": f"{prefix} {n}", "norm_hash": norm_hash(f"{prefix} {n}"), "metadata": {},
+                 "labels": {}, "confidence": 1.0, "source": "api", "verified": False, "key": None, "tags": [],
+                 "priority": "normal", "expires_at": None, "commitment": None, "provenance": None, "episode": None}
+                for n in range(bulk.SMALLEST)]
+
+    async def twice(session: Any) -> None:
+        from backend.db.tenant import use_org
+
+        await use_org(session, mem.org.org_id)
+        for prefix in ("first staged", "second staged"):
+            batch = rows(prefix)
+            assert bulk.suits(batch)
+            await bulk.insert(session, batch)
+
+    in_transaction(database_url, twice)
+    counted = db.execute("SELECT count(*), count(DISTINCT text) FROM memory_records WHERE text LIKE '%% staged %%'"
+                         ).fetchone()
+    assert counted == (2 * bulk.SMALLEST, 2 * bulk.SMALLEST)

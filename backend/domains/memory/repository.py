@@ -36,6 +36,7 @@ from backend.access.scope import Scope
 from backend.db.models import KnowledgeIndex, table_of
 from backend.db.prepared import Prepared
 from backend.domains.erasure import repository as erasure_repo
+from backend.domains.memory import bulk
 from backend.domains.memory.expressions import (
     ORG_PARAM,
     PLAIN_COLUMNS,
@@ -268,7 +269,9 @@ async def find_same_words(db: AsyncSession, org_id: str, index_id: str, subject:
 
 
 async def insert_records(db: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    if rows:
+    if bulk.suits(rows):
+        await bulk.insert(db, rows)
+    elif rows:
         await db.execute(insert(R), rows)
 
 
@@ -292,7 +295,7 @@ async def snapshot_versions(db: AsyncSession, org_id: str, ids: Sequence[str], *
     source = select(
         R.c.org_id, R.c.id, R.c.version, func.clock_timestamp(), literal(action), literal(actor_type),
         literal(actor_id), literal(partner_id), *[R.c[c] for c in VERSIONED],
-    ).where(R.c.org_id == org_id, R.c.id.in_(list(ids)))
+    ).where(R.c.org_id == org_id, R.c.id == func.any(bindparam("ids", list(ids), type_=ARRAY(Text))))
     columns = ["org_id", "record_id", "version", "at", "action", "actor_type", "actor_id", "partner_id", *VERSIONED]
     await db.execute(insert(V).from_select(columns, source))
 
