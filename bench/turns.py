@@ -471,6 +471,7 @@ class Bench:
 
     async def build(self, person: str) -> tuple[Sample, Any]:
         """The builder as `turns.service.prepare` calls it, in a transaction of its own."""
+        from backend.db.tenant import use_org
         from backend.domains.injection import service as injection
         from backend.domains.injection.config import choose_block
         from backend.domains.memory import decay
@@ -480,6 +481,7 @@ class Bench:
         own = time.thread_time_ns()
         started = time.perf_counter()
         async with self.sessions() as db, db.begin():
+            await use_org(db, ctx.org_id)  # row-level security: as every request's transaction begins
             built = await injection.build(db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key),
                                           choose_block(ctx.principal, ctx.scope, None), turn_input=INPUT,
                                           max_budget=ctx.settings.injection_max_budget_tokens)
@@ -563,7 +565,10 @@ class Bench:
         """The record a tool turn wrote goes at once (untimed), so every turn sees the same records."""
         from sqlalchemy import text
 
+        from backend.db.tenant import use_org
+
         async with self.sessions() as db, db.begin():
+            await use_org(db, self.meta["org_id"])
             await db.execute(text("DELETE FROM memory_records WHERE org_id = :o AND id = :i"),
                              {"o": self.meta["org_id"], "i": record_id})
 
