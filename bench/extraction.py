@@ -206,7 +206,7 @@ def plan_seconds(url: str, settings: Any, org_id: str, index_id: str) -> float:
             after, run_id = "", new_id("run")
             while True:
                 async with sessions() as db, db.begin():
-                    ctx = contexts.for_system(db, settings, await orgs.get(db, org_id), ACTOR)
+                    ctx = await contexts.for_system(db, settings, await orgs.get(db, org_id), ACTOR)
                     last = await planning.plan_batch(ctx, index_id, run_id, after)
                 if last is None:
                     return time.perf_counter() - started
@@ -277,9 +277,8 @@ def main() -> None:
     lines = [
         "# Extraction benchmark (`make bench-extraction`)", "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()} with "
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, embedded PostgreSQL. The machine is shared "
-        "with other workers (other test runs and benchmarks were running), so the numbers are pessimistic and "
-        "vary from run to run.", "",
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, embedded PostgreSQL. Where the load average "
+        "below exceeds the CPU count, other work shared the machine and the times are pessimistic.", "",
         f"- threads read: {args.threads:,} (one window each); the scripted model answers at once, one record "
         "per window",
         f"- windows per second, 1 worker (4 jobs at a time): {rates[1]:.1f}",
