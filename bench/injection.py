@@ -181,6 +181,7 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     from backend.config import Settings
     from backend.db.engine import make_engine, make_sessionmaker
     from backend.db.prepared import driver_connection
+    from backend.db.tenant import use_org
     from backend.domains.injection import service
     from backend.domains.injection.config import choose_block
     from backend.domains.keys import service as keys_service
@@ -192,8 +193,13 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
                         log_level="WARNING")
     engine = make_engine(url, pool_size=4)
     sessions = make_sessionmaker(engine)
+    # The hand-written statement runs as the tables' owner, without row-level security: the physical limit
+    # (under the policies its COALESCE over a subquery would lose the index ranges the builder keeps).
+    owner_engine = make_engine(url, pool_size=2, app_role=False)
+    owner_sessions = make_sessionmaker(owner_engine)
     org_id, index_id = meta["org_id"], meta["index_id"]
     async with sessions() as db, db.begin():
+        await use_org(db, org_id)  # row-level security: as every request's transaction
         key_row, secret = await keys_service.insert_new_key(
             db, org_id, KeyCreate(name=f"bench {time.time()}", capabilities=["knowledge", "memory", "management"],
                                   memory=KeyMemoryConfig(injection=InjectionBlock(index_id=index_id))),
@@ -218,7 +224,7 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
 
     async def raw(person: str) -> int:
         """The hand-written statement on the same session and transaction machinery as the builder."""
-        async with sessions() as db, db.begin():
+        async with owner_sessions() as db, db.begin():
             driver = await driver_connection(db)
             await driver.execute(SETTINGS)
             async with driver.cursor() as cursor:
@@ -229,6 +235,7 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
         principal = Principal("key", org_id, Actor("key", key_row["id"]), frozenset(key_row["capabilities"]),
                               Subject(person), key=key_row)
         async with sessions() as db, db.begin():
+            await use_org(db, org_id)  # row-level security: as every request's transaction
             scope = build_scope(principal, org)
             built = await service.build(db, scope, half_lives, choose_block(principal, scope), turn_input=None,
                                         max_budget=settings.injection_max_budget_tokens)
@@ -247,11 +254,13 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
         principal = Principal("key", org_id, Actor("key", key_row["id"]), frozenset(key_row["capabilities"]),
                               Subject(person), key=key_row)
         async with sessions() as db, db.begin():
+            await use_org(db, org_id)  # row-level security: as every request's transaction
             scope = build_scope(principal, org)
             sel = repo.Selection(index_id, person, [], {}, None)
             bounds = {"commitments": 55, "behaviour": 60, "about_this_person": 70, "organisation": 70,
                       "past_sessions": 0}
             found = await repo.candidates(db, scope, half_lives, sel, bounds, repo.Ranking("confidence", None, None))
+        async with owner_sessions() as db, db.begin():
             driver = await driver_connection(db)
             async with driver.cursor() as cursor:
                 await cursor.execute(statement, {"org": org_id, "idx": index_id, "p": person})
@@ -294,6 +303,7 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     server.should_exit = True
     runner.join(timeout=10)
     await engine.dispose()
+    await owner_engine.dispose()
     return rows
 
 
