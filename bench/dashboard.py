@@ -46,7 +46,7 @@ def _bootstrap(url: str) -> dict[str, Any]:
     from backend.domains.orgs import service
 
     async def go() -> dict[str, Any]:
-        engine = make_engine(url, pool_size=1)
+        engine = make_engine(url, pool_size=1, app_role=False)  # the data builder, as the tables' owner
         try:
             async with make_sessionmaker(engine)() as db, db.begin():
                 return await service.bootstrap(db, org_name="Bench", admin_email="bench-dashboard@bench.local",

@@ -39,6 +39,7 @@ async def fetch(url: str, meta: dict[str, Any], people: list[str | None]) -> dic
     from backend.access.policy import Requester, default_policy, parse_policy
     from backend.access.scope import Scope
     from backend.db.engine import make_engine, make_sessionmaker
+    from backend.db.tenant import use_org
     from backend.domains.injection import repository as repo
     from backend.domains.injection.service import _candidate
 
@@ -56,6 +57,7 @@ async def fetch(url: str, meta: dict[str, Any], people: list[str | None]) -> dic
             if person is None:
                 bounds["behaviour"] = bounds["about_this_person"] = 0
             async with sessions() as db, db.begin():
+                await use_org(db, meta["org_id"])  # row-level security: as every request's transaction
                 rows = await repo.candidates(db, scope, half_lives, repo.Selection(meta["index_id"], person, [], {},
                                                                                      None),
                                              bounds, repo.Ranking("confidence", None, None))
