@@ -278,10 +278,7 @@ def _confidence_floor(half_lives: Mapping[str, float], sel: Selection, where: li
             .order_by(R.c.confidence.desc()).limit(_bound("head", position)).subquery())
     floor = (select(head.c.eff).order_by(head.c.eff.desc()).offset(_bound("floor", position)).limit(1)
              .scalar_subquery())
-    # The COALESCE inside a subquery of its own: the condition is then `confidence >= $param`, which PostgreSQL
-    # deems leakproof and so still reads as an index range under row-level security; `COALESCE(subquery, 0)`
-    # in the condition itself is not, and cost the heaviest person a scan of all her records (bench-turns).
-    return select(func.coalesce(floor, 0.0)).scalar_subquery()
+    return select(func.coalesce(floor, 0.0)).scalar_subquery()  # own subquery: leakproof under RLS (decisions)
 
 
 def _bound_params(bounds: Mapping[str, int], sections: Sequence[str]) -> dict[str, int]:
