@@ -356,18 +356,28 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any], repeat: int) -> str
     return "\n".join(lines)
 
 
+def set_size(records: int) -> None:
+    """The store's size for this run; people grow with it (one per hundred records), as in the full data set."""
+    global RECORDS, PEOPLE
+    RECORDS, PEOPLE = records, max(100, records // 100)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--repeat", type=int, default=40)
+    parser.add_argument("--records", type=int, default=RECORDS, help="size of the store (goal 8 measures growth)")
+    parser.add_argument("--pgdata", default=".coremem/bench-pg", help="where the scratch server keeps its data")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     args = parser.parse_args()
-    url, _server = start_database(Path(".coremem/bench-pg"))
+    set_size(args.records)
+    url, _server = start_database(Path(args.pgdata))
     meta = build(url, args.rebuild)
     rows = asyncio.run(measure(url, meta, args.repeat))
     table = render(rows, meta, args.repeat)
     print(table)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(table)
 
 
 if __name__ == "__main__":
