@@ -9,6 +9,7 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from dashboard import data
 from dashboard.data import shapes
 from shared.client import ApiError, chain_summary
 from shared.schemas.memory import MemoryOut
@@ -28,6 +29,20 @@ def empty_state(message: str, action: tuple[str, str, str] | None = None, *, key
     st.info(message, icon=":material/inbox:")
     if action is not None:
         go_button(*action, key=key)
+
+
+def choose_store(client: Any, *, key: str, why: str) -> tuple[str, dict[str, str]]:
+    """The store a page works on, chosen in a selector (`{key}_store`), and every store's name by id; with no
+    store, an empty state saying `why` a store is needed, and the page stops."""
+    indexes = data.indexes(client)
+    if indexes.is_empty():
+        empty_state(f"No stores yet: {why}, and this organisation has none.",
+                    ("app_pages/indexes.py", "Create an index", ":material/add:"), key=f"{key}_go_indexes")
+        st.stop()
+    names = data.names(indexes)
+    index_id = st.selectbox("Store", list(names), key=f"{key}_store", format_func=lambda i: f"{names[i]} · {i}")
+    assert index_id is not None
+    return index_id, names
 
 
 def go_button(page: str, label: str, icon: str, *, key: str | None = None) -> None:

@@ -19,15 +19,7 @@ client = data.client()
 org = data.org_id()
 assert org is not None  # streamlit_app shows pages only once an organisation is chosen
 tz = data.org_timezone(client, org)
-indexes = data.indexes(client)
-if indexes.is_empty():
-    components.empty_state("No stores yet: each index is a memory store, and this organisation has none.",
-                           ("app_pages/indexes.py", "Create an index", ":material/add:"), key="stores_go_indexes")
-    st.stop()
-names = data.names(indexes)
-
-index_id = st.selectbox("Store", list(names), key="stores_store", format_func=lambda i: f"{names[i]} · {i}")
-assert index_id is not None
+index_id, names = components.choose_store(client, key="stores", why="each index is a memory store")
 try:
     settings = stores.store_settings(client, index_id)
 except ApiError as err:
