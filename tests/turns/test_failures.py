@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from backend.config import Settings
@@ -49,6 +51,30 @@ def test_trn_8_a_repeat_while_the_first_runs_is_409(client: Any, org: Org, scrip
     assert first.status_code == 201
     assert_error(seen[0], 409, "idempotency_in_flight", param="Idempotency-Key")
     assert _post(client, org, "k-busy", input="Hello").json() == first.json()
+
+
+def test_trn_8_a_repeat_accepted_at_the_same_moment_is_409_and_writes_nothing(
+        client: Any, org: Org, scripted: Any, db: Any) -> None:
+    """Neither request has committed when both look the key up: the second waits on the first's row and answers
+    409 (not a 500 from the unique index), keeping no thread, item or response of its own."""
+    before = db.execute("SELECT (SELECT count(*) FROM threads), (SELECT count(*) FROM thread_items), "
+                        "(SELECT count(*) FROM responses)").fetchone()
+    with psycopg.connect(db.info.dsn) as first:  # the first request, holding its uncommitted row
+        first.execute("INSERT INTO responses (org_id, id, key_id, model, status, idempotency_owner, "
+                      "idempotency_key, request_digest, created_at) VALUES (%s, 'resp_first', %s, 'scripted', "
+                      "'in_progress', %s, 'k-race', 'digest', now())", (org.org_id, org.key_id, org.key_id))
+        answers: list[Any] = []
+        second = threading.Thread(target=lambda: answers.append(_post(client, org, "k-race", input="Hello")))
+        second.start()
+        second.join(timeout=1.0)
+        assert second.is_alive(), "the second request must wait for the first one's row"
+        first.commit()
+    second.join(timeout=30)
+    assert_error(answers[0], 409, "idempotency_in_flight", param="Idempotency-Key")
+    after = db.execute("SELECT (SELECT count(*) FROM threads), (SELECT count(*) FROM thread_items), "
+                       "(SELECT count(*) FROM responses)").fetchone()
+    assert after == (before[0], before[1], before[2] + 1)  # only the first request's row
+    assert scripted.requests == []
 
 
 def _failed_turn(client: Any, org: Org, code: str, **body: Any) -> dict[str, Any]:

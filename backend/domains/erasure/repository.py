@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, exists, func, literal, select
+from sqlalchemy import DateTime, bindparam, exists, func, literal, select
 from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import table_of
 from backend.db.models_memory import ErasedSubject
+from backend.db.prepared import Prepared
 
 E = table_of(ErasedSubject)
 
@@ -34,10 +35,17 @@ def not_erased_since_now(org: Any, hashes: Any) -> Any:
     return ~exists().where(E.c.org_id == org, E.c.subject_hash == func.any(hashes), E.c.erased_at > func.now())
 
 
+_HASHES = bindparam("hashes", type_=ARRAY(TEXT))
+_LOCK_SHARED = Prepared(select(locked_shared(bindparam("org_id", type_=TEXT), _HASHES)))
+# Since when: the given instant, or when this transaction began.
+_ERASED_SINCE = Prepared(select(E.c.subject_hash).where(
+    E.c.org_id == bindparam("org_id"), E.c.subject_hash == func.any(_HASHES),
+    E.c.erased_at > func.coalesce(bindparam("since", type_=DateTime(timezone=True)), func.now())).limit(1))
+
+
 async def lock_shared(db: AsyncSession, org_id: str, subject_hashes: Sequence[str]) -> None:
     """The shared side of each person's lock, in the order given (callers sort, so two writers never cross)."""
-    locks = [func.pg_advisory_xact_lock_shared(_subject_lock(org_id, literal(h))) for h in subject_hashes]
-    await db.execute(select(*locks))
+    await _LOCK_SHARED.all(db, {"org_id": org_id, "hashes": list(subject_hashes)})
 
 
 async def lock_exclusive(db: AsyncSession, org_id: str, subject_hash: str) -> None:
@@ -47,11 +55,8 @@ async def lock_exclusive(db: AsyncSession, org_id: str, subject_hash: str) -> No
 async def erased_since(db: AsyncSession, org_id: str, subject_hashes: Sequence[str],
                        started_at: datetime | None) -> bool:
     """True when one of the people was erased after `started_at` (default: when this transaction began)."""
-    since: Any = func.now() if started_at is None else literal(started_at)
-    hashes = bindparam("hashes", list(subject_hashes), type_=ARRAY(TEXT))
-    query = select(E.c.subject_hash).where(E.c.org_id == org_id, E.c.subject_hash == func.any(hashes),
-                                           E.c.erased_at > since).limit(1)
-    return (await db.execute(query)).first() is not None
+    found = await _ERASED_SINCE.all(db, {"org_id": org_id, "hashes": list(subject_hashes), "since": started_at})
+    return bool(found)
 
 
 async def mark_erased(db: AsyncSession, org_id: str, subject_hash: str) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Float, Text, cast, func, literal, select, update
+from sqlalchemy import Float, Text, bindparam, cast, func, literal, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,6 +15,7 @@ from backend.db.models import table_of
 from backend.db.models_extraction import ExtractionSwitch
 from backend.db.models_threads import ThreadItem
 from backend.db.models_turns import Response
+from backend.db.prepared import Prepared
 from backend.domains.memory.expressions import R, active_now
 
 I = table_of(ThreadItem)  # noqa: E741
@@ -69,10 +70,13 @@ async def nearest_lesson(db: AsyncSession, org_id: str, index_id: str, subject: 
     return str(row.id) if row is not None and float(row.similarity) >= threshold else None
 
 
+_SWITCH_TYPES = Prepared(select(SW.c.index_id, SW.c.types).where(
+    SW.c.org_id == bindparam("org_id"), SW.c.index_id == func.any(bindparam("index_ids", type_=ARRAY(Text)))))
+
+
 async def switch_types(db: AsyncSession, org_id: str, index_ids: Sequence[str]) -> dict[str, list[str]]:
     """The `types` of the stores' extraction switches (on or off), for the write tool (MEM-21)."""
     if not index_ids:
         return {}
-    query = select(SW.c.index_id, SW.c.types).where(SW.c.org_id == org_id,
-                                                     SW.c.index_id == func.any(literal(list(index_ids), ARRAY(Text))))
-    return {r.index_id: list(r.types) for r in (await db.execute(query)).all()}
+    rows = await _SWITCH_TYPES.all(db, {"org_id": org_id, "index_ids": list(index_ids)})
+    return {r["index_id"]: list(r["types"]) for r in rows}

@@ -168,11 +168,15 @@ async def recall(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
     return rows, int(counted[0]), int(counted[1])
 
 
+_BUMP_RECALL = Prepared(update(R).where(R.c.org_id == bindparam("org_id"),
+                                        R.c.id == func.any(bindparam("ids", type_=ARRAY(Text))))
+                        .values(recall_count=R.c.recall_count + 1))
+
+
 async def bump_recall(db: AsyncSession, org_id: str, ids: Sequence[str]) -> None:
     """Recalls count but never restart the decay age (MEM-9): updated_at is left alone."""
     if ids:
-        await db.execute(update(R).where(R.c.org_id == org_id, R.c.id.in_(list(ids)))
-                         .values(recall_count=R.c.recall_count + 1))
+        await _BUMP_RECALL.all(db, {"org_id": org_id, "ids": list(ids)})
 
 
 async def versions(db: AsyncSession, org_id: str, record_id: str) -> list[dict[str, Any]]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import bindparam, delete, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import table_of
 from backend.db.models_turns import OfferedModel
+from backend.db.prepared import Prepared
 from backend.db.tenant import use_org
 
 T = table_of(OfferedModel)
@@ -26,10 +27,14 @@ async def offered(db: AsyncSession, org_id: str) -> list[dict[str, Any]]:
     return list(chosen.values())
 
 
+# The organisation's own entry wins over the every-organisation one of the same id.
+_FIND = Prepared(select(T).where(T.c.id == bindparam("model_id"),
+                                 or_(T.c.org_id == bindparam("org_id"), T.c.org_id == EVERY_ORG))
+                 .order_by(T.c.org_id.desc()).limit(1))
+
+
 async def find(db: AsyncSession, org_id: str, model_id: str) -> dict[str, Any] | None:
-    row = (await db.execute(select(T).where(T.c.id == model_id, or_(T.c.org_id == org_id, T.c.org_id == EVERY_ORG))
-                            .order_by(T.c.org_id.desc()).limit(1))).mappings().first()
-    return dict(row) if row else None
+    return await _FIND.first(db, {"org_id": org_id, "model_id": model_id})
 
 
 async def upsert(db: AsyncSession, values: dict[str, Any]) -> dict[str, Any]:

@@ -7,9 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Select,
     and_,
+    bindparam,
     delete,
     func,
     insert,
@@ -34,6 +36,7 @@ from backend.db.models_threads import (
     ThreadState,
     ThreadSummary,
 )
+from backend.db.prepared import Prepared
 from backend.domains.turns import repository as turns_repo
 from shared.schemas.threads import ThreadQuery
 
@@ -149,15 +152,19 @@ async def update_thread(db: AsyncSession, org_id: str, thread_id: str, values: d
     return updated_at
 
 
+_RESERVE = Prepared(
+    update(T).where(T.c.org_id == bindparam("org_id"), T.c.id == bindparam("thread_id"), T.c.deleted_at.is_(None))
+    .values(last_position=T.c.last_position + bindparam("count", type_=BigInteger),
+            updated_at=func.clock_timestamp())
+    .returning(T.c.last_position, T.c.updated_at))
+
+
 async def reserve_positions(db: AsyncSession, org_id: str, thread_id: str, count: int
                             ) -> tuple[int, datetime] | None:
     """THR-4: take `count` positions; the row lock orders concurrent appenders until their transactions end.
     None when the thread was deleted since it was read."""
-    row = (await db.execute(
-        update(T).where(T.c.org_id == org_id, T.c.id == thread_id, T.c.deleted_at.is_(None))
-        .values(last_position=T.c.last_position + count, updated_at=func.clock_timestamp())
-        .returning(T.c.last_position, T.c.updated_at))).first()
-    return (int(row[0]) - count + 1, row[1]) if row else None
+    row = await _RESERVE.first(db, {"org_id": org_id, "thread_id": thread_id, "count": count})
+    return (int(row["last_position"]) - count + 1, row["updated_at"]) if row else None
 
 
 async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> None:
@@ -176,8 +183,11 @@ async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> None:
 
 # ---------------------------------------------------------------- items
 
+_INSERT_ITEMS = insert(I).returning(*ITEM_COLUMNS)  # built once; the rows go as one multi-row statement
+
+
 async def insert_items(db: AsyncSession, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    result = await db.execute(insert(I).values(rows).returning(*ITEM_COLUMNS))
+    result = await db.execute(_INSERT_ITEMS, rows)
     return sorted((dict(r._mapping) for r in result.all()), key=lambda r: r["position"])
 
 

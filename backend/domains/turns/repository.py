@@ -4,26 +4,45 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, insert, null, select, update
+from sqlalchemy import bindparam, func, null, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import table_of
 from backend.db.models_threads import Thread
 from backend.db.models_turns import Response
+from backend.db.prepared import Prepared
 
 R = table_of(Response)
 T = table_of(Thread)
+_INSERTED = ("org_id", "id", "thread_id", "key_id", "subject", "model", "agent_id", "agent_version", "status",
+             "metadata", "idempotency_owner", "idempotency_key", "request_digest", "created_at")
+_FINISHED = ("status", "output", "usage", "error", "trace", "completed_at")
 # What a deleted thread or an erased person leaves of a response: id, status and usage (THR-6, MEM-19, PLT-18).
 # SQL NULL, not JSON null, in the JSONB columns: nothing of the content stays.
 _FORGET = {column: null() for column in (R.c.thread_id, R.c.subject, R.c.output, R.c.error, R.c.trace, R.c.metadata,
                                          R.c.request_digest)}
 
 
-async def insert_response(db: AsyncSession, values: dict[str, Any]) -> None:
-    await db.execute(insert(R).values(**values))
+_INSERT = Prepared(pg_insert(R).values({c: bindparam(c) for c in _INSERTED})
+                   .on_conflict_do_nothing(index_elements=[R.c.org_id, R.c.idempotency_owner, R.c.idempotency_key],
+                                           index_where=R.c.idempotency_key.is_not(None))
+                   .returning(R.c.id))
+_FINISH = Prepared(update(R).where(R.c.org_id == bindparam("org_id"), R.c.id == bindparam("response_id"))
+                   .values({c: bindparam(c) for c in _FINISHED}))
+
+
+async def insert_response(db: AsyncSession, values: dict[str, Any]) -> bool:
+    """False when a response with the same Idempotency-Key exists or is being inserted (TRN-8)."""
+    return bool(await _INSERT.all(db, values))
 
 
 async def finish(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any]) -> None:
+    """A turn's end: status, output, usage, error, trace and completion time."""
+    await _FINISH.all(db, {"org_id": org_id, "response_id": response_id, **values})
+
+
+async def mark_failed(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any]) -> None:
     await db.execute(update(R).where(R.c.org_id == org_id, R.c.id == response_id)
                      .values({"completed_at": func.now(), **values}))
 

@@ -75,9 +75,13 @@ async def replayed(ctx: RequestContext, body: ResponseCreate, key: str | None) -
         raise ValidationFailed("This `Idempotency-Key` was used with a different request body; use a new key for a "
                                "new request.", param="Idempotency-Key", code="idempotency_key_reused")
     if row["status"] == "in_progress":
-        raise Conflict("The request with this `Idempotency-Key` is still running; retry when it has finished.",
-                       param="Idempotency-Key", code="idempotency_in_flight")
+        raise _in_flight()
     return documents.document(row)
+
+
+def _in_flight() -> Conflict:
+    return Conflict("The request with this `Idempotency-Key` is still running; retry when it has finished.",
+                    param="Idempotency-Key", code="idempotency_in_flight")
 
 
 def _compaction(ctx: RequestContext, agent: agents.AgentVersion | None) -> compaction.CompactionSettings | None:
@@ -141,13 +145,15 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     turn.accepted_at = await repo.transaction_start(ctx.db) if turn.people else None
     if turn.thread_id is None:
         turn.thread_id = await _new_thread(ctx, turn)
-    await repo.insert_response(ctx.db, {
+    inserted = await repo.insert_response(ctx.db, {
         "org_id": ctx.org_id, "id": turn.id, "thread_id": turn.thread_id, "key_id": ctx.principal.key_id,
         "subject": ctx.person, "model": spec.id, "agent_id": turn.agent.id if turn.agent else None,
         "agent_version": turn.agent.version if turn.agent else None, "status": "in_progress", "metadata": body.metadata,
         "idempotency_owner": _idempotency_owner(ctx) if idempotency_key else None,
         "idempotency_key": idempotency_key, "request_digest": _digest(body) if idempotency_key else None,
         "created_at": turn.created_at})
+    if not inserted:  # TRN-8: a request with this key is being accepted right now (it inserted first)
+        raise _in_flight()
     await _append(ctx, turn, list(turn.items))
     return turn
 
@@ -348,21 +354,27 @@ async def read(ctx: RequestContext, response_id: str) -> dict[str, Any]:
 
 
 async def run(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | None) -> dict[str, Any]:
-    """The whole turn; the caller's transaction is committed here between the steps."""
+    """The whole turn; the caller's transaction is committed here between the steps: once before the model is
+    asked, after each platform tool, and once at the end."""
     ctx = with_user(ctx, body.user)
     accepted = await accept(ctx, body, idempotency_key)
     if isinstance(accepted, dict):
         return accepted
     turn = accepted
-    await ctx.db.commit()
     try:
         failure: TurnFailure | None = None
         try:
+            # Read in the accepting transaction: the input and what the model is sent are one commit, made
+            # before the model is asked (TRN-11); an unexpected error here keeps nothing at all.
             await prepare(turn)
-            await ctx.db.commit()
-            await loop.run(turn)
         except TurnFailure as failed:
             failure = failed
+        await ctx.db.commit()
+        if failure is None:
+            try:
+                await loop.run(turn)
+            except TurnFailure as failed:
+                failure = failed
         await ctx.db.rollback()
         doc = await finish(turn, failure)
         await ctx.db.commit()  # kept whatever the route answers next (POST /messages answers a failure with 502)
@@ -379,7 +391,7 @@ async def _mark_failed(turn: Turn) -> None:
         return
     ctx = turn.ctx
     try:
-        await repo.finish(ctx.db, ctx.org_id, turn.id, {"status": "failed", "usage": turn.usage, "error": {
+        await repo.mark_failed(ctx.db, ctx.org_id, turn.id, {"status": "failed", "usage": turn.usage, "error": {
             "code": "internal_error", "message": "The turn stopped on an unexpected error on our side."}})
         await _meter(turn)
         await ctx.db.commit()

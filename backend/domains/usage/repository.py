@@ -20,10 +20,13 @@ async def record(db: AsyncSession, *, org_id: str, model: str, input_tokens: int
                                       input_tokens=input_tokens, output_tokens=output_tokens))
 
 
+_INSERT = insert(T)  # built once; several rows go as one multi-row statement (SQLAlchemy's insertmanyvalues)
+
+
 async def record_many(db: AsyncSession, rows: list[dict[str, Any]]) -> None:
     """Several calls' rows (org_id, model, input_tokens, output_tokens, key_id, response_id, job) in one insert."""
     if rows:
-        await db.execute(insert(T).values(rows))
+        await db.execute(_INSERT, rows)
 
 
 async def per_day(db: AsyncSession, org_id: str, zone: str, start: date, end: date,
