@@ -191,6 +191,7 @@ def main() -> None:
     lines = ["| records | export s | export rows/s | peak RSS MiB | Parquet MiB | COPY s | COPY rows/s | export/COPY |",
              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     results: dict[int, dict[str, Any]] = {}
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         base = run_child(url, meta["orgs"][str(sizes[0])], f"{tmp}/empty.parquet", empty=True)
         for size in sizes:
@@ -204,6 +205,7 @@ def main() -> None:
                          f"{result['bytes'] / 2**20:.1f} | {copy['seconds']:.2f} | {copy_rate:,.0f} | "
                          f"{rate / copy_rate:.0%} |")
             print(lines[-1], flush=True)
+    load = ", ".join(f"{x:.2f}" for x in load_before), ", ".join(f"{x:.2f}" for x in os.getloadavg())
     small, large = results[sizes[0]], results[sizes[-1]]
     rss_ratio = large["peak_rss_mib"] / small["peak_rss_mib"]
     throughput = large["rate"] / large["copy_rate"]
@@ -213,7 +215,10 @@ def main() -> None:
         f"{os.cpu_count()} CPUs), Python {platform.python_version()}, embedded PostgreSQL (pgserver), "
         f"`python -m bench.export`. Each export is `export_to_file` (the `coremem export records "
         f"--format parquet` path) in a subprocess of its own; peak RSS is that process's `ru_maxrss`. "
-        f"COPY reads `COPY (SELECT the same columns) TO STDOUT` of the same rows in the same run.", "",
+        f"COPY reads `COPY (SELECT the same columns) TO STDOUT` of the same rows in the same run. Under row-level "
+        f"security the export runs as the application does (`coremem_app`, the organisation set in its transaction), "
+        f"COPY as the owner, a superuser (the policies do not apply: the physical limit). Load average "
+        f"{load[0]} before, {load[1]} after (2 cores shared with other work).", "",
         *lines, "",
         f"Baseline: an export of zero rows (interpreter, polars, pyarrow, SQLAlchemy loaded) peaks at "
         f"{base['peak_rss_mib']:.0f} MiB.", "",
