@@ -110,3 +110,30 @@ def test_mem_6_stats_leave_out_what_maintenance_wrote_for_others_and_count_each_
     assert (nobody["records"], nobody["shared"], nobody["people"]) == (4, 1, 2) == (
         len(mem.list(mem.nobody)), 1, 2)
     assert stats(mem, mem.anna(), type="lesson")["records"] == 0
+
+
+def test_mem_6_stats_are_one_index_only_pass_for_administrators_and_people(mem: Mem, db: Any) -> None:
+    """At a million records only an index-only pass answers in time (issue 16 goal 7): the statement an
+    administrator's and a person's count run reads the stats index alone, never the table (tiny tables here, so
+    the planner is told scans of the table cost too much, as they do at scale)."""
+    from backend.access.policy import Requester, parse_policy, writer_policy
+    from backend.access.scope import Scope
+    from backend.db.prepared import Prepared
+    from backend.domains.memory.expressions import filters, scope_params
+    from backend.domains.memory.repository import _build_counts
+    from shared.schemas.memory import MemoryQuery
+
+    mem.write(mem.anna(), "Anna fact.")
+    rules = parse_policy(writer_policy()).rules
+    scopes = {"administrator": Scope(mem.org.org_id, Requester(None), None, (), unrestricted=True),
+              "person": Scope(mem.org.org_id, Requester("anna"), None, rules, unrestricted=False)}
+    for who, scope in scopes.items():
+        found = filters(MemoryQuery(), {})
+        statement = Prepared(_build_counts(scope, found))
+        params = {**scope_params(scope), **{k: v for entry in found for k, v in entry.params.items()}}
+        with db.transaction():
+            db.execute("SET LOCAL enable_seqscan = off")
+            db.execute("SET LOCAL enable_bitmapscan = off")
+            plan = "\n".join(r[0] for r in db.execute("EXPLAIN " + statement.sql, statement.values(params)))
+        assert "Index Only Scan using ix_memory_records_stats" in plan, f"{who}:\n{plan}"
+        assert "Seq Scan on memory_records" not in plan and "Index Scan using" not in plan, f"{who}:\n{plan}"
