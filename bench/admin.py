@@ -236,11 +236,12 @@ def first_renders(api: str, boot: dict[str, Any], work: Path, repeat: int) -> di
     return found
 
 
-# Times the page itself keeps: when the click happened and when each script run began and ended, so playwright's own
-# waiting is not counted.
-WATCH = """() => { window.__runs = []; new MutationObserver(changes => changes.forEach(c =>
-    window.__runs.push([performance.now(), c.target.getAttribute('data-test-script-state')])))
-  .observe(document.body, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']}); }"""
+# Times the page itself keeps: when the click happened and when each script run began and ended (read every 4 ms:
+# Streamlit may draw a new app element rather than change the old one's state), so playwright's waiting is not counted.
+WATCH = """() => { window.__runs = []; let last = null; window.setInterval(() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const state = app ? app.getAttribute('data-test-script-state') : null;
+    if (state !== last) { window.__runs.push([performance.now(), state]); last = state; } }, 4); }"""
 CLICK = "el => { window.__clicked = performance.now(); el.click(); }"
 SETTLED = """() => { const ends = window.__runs.filter(([t, s]) => s === 'notRunning' && t > window.__clicked);
   const began = window.__runs.some(([t, s]) => s === 'running' && t > window.__clicked);
