@@ -236,16 +236,24 @@ def first_renders(api: str, boot: dict[str, Any], work: Path, repeat: int) -> di
     return found
 
 
-# Times the page itself keeps: when the click happened and when each script run began and ended (read every 4 ms:
-# Streamlit may draw a new app element rather than change the old one's state), so playwright's waiting is not counted.
-WATCH = """() => { window.__runs = []; let last = null; window.setInterval(() => {
+# Times the page itself keeps, read every 4 ms: when the click happened, when each script run began and ended, and
+# when the page's heading was first drawn after the click. A page that calls nothing may run in less than one
+# reading; then it is drawn when its heading is (with the app idle). So playwright's waiting is not counted.
+WATCH = """title => { window.__runs = []; window.__clicked = null; window.__seen = null; let last = null;
+  window.setInterval(() => {
     const app = document.querySelector('[data-testid="stApp"]');
     const state = app ? app.getAttribute('data-test-script-state') : null;
-    if (state !== last) { window.__runs.push([performance.now(), state]); last = state; } }, 4); }"""
+    if (state !== last) { window.__runs.push([performance.now(), state]); last = state; }
+    if (window.__clicked !== null && window.__seen === null && Array.from(document.querySelectorAll(
+        '[data-testid="stMain"] h1')).some(h => h.innerText.trim() === title)) window.__seen = performance.now();
+  }, 4); }"""
 CLICK = "el => { window.__clicked = performance.now(); el.click(); }"
-SETTLED = """() => { const ends = window.__runs.filter(([t, s]) => s === 'notRunning' && t > window.__clicked);
-  const began = window.__runs.some(([t, s]) => s === 'running' && t > window.__clicked);
-  return began && ends.length ? ends[ends.length - 1][0] - window.__clicked : null; }"""
+SETTLED = """() => { const after = window.__runs.filter(([t, s]) => t > window.__clicked);
+  const ends = after.filter(([t, s]) => s === 'notRunning');
+  if (after.some(([t, s]) => s === 'running') && ends.length) return ends[ends.length - 1][0] - window.__clicked;
+  const app = document.querySelector('[data-testid="stApp"]');
+  const idle = app && app.getAttribute('data-test-script-state') === 'notRunning';
+  return idle && window.__seen !== null ? window.__seen - window.__clicked : null; }"""
 
 
 def _open(browser: Any, base: str, boot: dict[str, Any], title: str, landing: bool) -> float:
@@ -261,7 +269,7 @@ def _open(browser: Any, base: str, boot: dict[str, Any], title: str, landing: bo
         page.get_by_role("button", name="Log in").click()
         page.get_by_role("heading", name="Overview", exact=True).wait_for(timeout=WAIT_MS)
         page.wait_for_selector(IDLE, timeout=WAIT_MS)
-        page.evaluate(WATCH)
+        page.evaluate(WATCH, title)
         target = (page.get_by_role("button", name="Refresh") if landing
                   else page.locator('[data-testid="stSidebarNav"] a', has_text=title))
         target.evaluate(CLICK)
