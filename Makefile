@@ -16,7 +16,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http \
-	bench-turns bench-embed bench-dashboard bench-rls bench-packing bench-writes bench-extraction eval-search clean
+	bench-turns bench-embed bench-dashboard bench-rls bench-packing bench-writes bench-extraction bench-admin eval-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -88,9 +88,14 @@ bench-turns: $(STAMP)
 bench-extraction: $(STAMP)
 	$(BIN)/python -m bench.extraction
 
+# Issue 16 goal 7: GET /memory/stats and every dashboard page's first render (headless Chromium) at 1M records, on
+# bench-injection's data set (built first when missing).
+bench-admin: $(STAMP)
+	$(BIN)/python -m bench.admin
+
 # Every goal that has a benchmark, each printing PASS or FAIL with its numbers (bench/results/performance.md).
 bench: bench-injection bench-packing bench-search bench-writes bench-export bench-http bench-turns bench-embed \
-	bench-dashboard bench-rls bench-extraction
+	bench-dashboard bench-rls bench-extraction bench-admin
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

@@ -118,6 +118,10 @@ class MemoryRecord(Base):
               postgresql_where=sql_text(_OPEN_COMMITMENT + " AND subject IS NULL")),
         Index("ix_memory_records_behaviour", "org_id", "index_id", "subject", "created_at",
               postgresql_where=sql_text("type = 'behaviour' AND status = 'active'")),
+        # GET /memory/stats (migration 0017): every column its count reads, so it is one index-only pass in
+        # (store, type, owner) order, grouped as it streams, instead of a scan of the whole table.
+        Index("ix_memory_records_stats", "org_id", "index_id", "type", "subject",
+              postgresql_include=["expires_at", "source"], postgresql_where=sql_text("status = 'active'")),
         Index("ix_memory_records_search", "search", postgresql_using="gin"),
         Index("ix_memory_records_tags", "tags", postgresql_using="gin"),
         *[_hnsw(d) for d in HNSW_DIMENSIONS],

@@ -616,3 +616,26 @@ def test_dsh_2_overview_counts_records_per_store_type_and_owner(app: AppTest, or
     ]
     assert any(c.value.startswith("Active, unexpired records, counted by the API over every store")
                for c in app.caption)
+
+
+def test_dsh_3_the_unfiltered_count_is_the_overviews_and_is_asked_once(app: AppTest, org: Org,
+                                                                       memory_org: dict[str, Any],
+                                                                       admin_client: CoreClient) -> None:
+    """At a million records the count is most of a page's time (issue 16 goal 7): the Records page opened after the
+    Overview shows the Overview's unfiltered count instead of asking again; a filter asks for its own."""
+    def stats_reads() -> list[Any]:
+        reads = admin_client.audit(AuditQuery(action=["memory.read"]), limit=200).data
+        return [e for e in reads if e.detail.get("route") == "GET /memory/stats" and e.seq > before]
+
+    earlier = admin_client.audit(limit=1).data
+    before = earlier[0].seq if earlier else 0
+    log_in(app, org.admin_email, org.admin_password)
+    no_exception(app)
+    open_records(app)
+    assert any(c.value.startswith("4 records match · page 1 of 1") for c in app.caption)
+    assert [e.detail["count"] for e in stats_reads()] == [4]
+
+    app.selectbox(key="records_store").select(memory_org["stores"]["handbook"])
+    apply_records(app)
+    assert any(c.value.startswith("3 records match · page 1 of 1") for c in app.caption)
+    assert sorted(e.detail["count"] for e in stats_reads()) == [3, 4]

@@ -79,3 +79,61 @@ def test_plt_2_an_administrators_count_is_audited_without_ids(mem: Mem, db: Any)
     detail = db.execute("SELECT detail FROM audit_events WHERE action = 'memory.read' "
                         "AND detail->>'route' = 'GET /memory/stats' ORDER BY seq DESC LIMIT 1").fetchone()[0]
     assert detail["count"] == 1 and detail["ids"] == [] and detail["filters"] == {"index_id": mem.index_id}
+
+
+def test_mem_6_stats_leave_out_what_maintenance_wrote_for_others_and_count_each_owner_once(mem: Mem, db: Any
+                                                                                           ) -> None:
+    """One statement counts the groups and the owners (issue 16 goal 7): a person counts hers and the shared
+    records, never a lesson maintenance wrote about someone else nor a shared one it wrote; owners with records of
+    several types count once; nothing counted is nobody."""
+    empty = stats(mem, mem.admin)
+    assert (empty["records"], empty["shared"], empty["people"], empty["groups"]) == (0, 0, 0, [])
+    mem.write(mem.anna(), "Anna fact.")
+    mem.write(mem.anna(), "Anna prefers tea.", type="preference")
+    mem.write(mem.bob(), "Bob fact.")
+    bobs_lesson = mem.write(mem.bob(), "Bob answers best in the morning.", type="lesson")
+    mem.write(mem.nobody, "The office opens at eight.")
+    maintained = mem.write(mem.nobody, "Customers ask about refunds on Mondays.", type="lesson")
+    db.execute("UPDATE memory_records SET source = 'maintenance' WHERE id = ANY(%s)",
+               ([bobs_lesson["id"], maintained["id"]],))
+
+    admin = stats(mem, mem.admin)
+    assert (admin["records"], admin["shared"], admin["people"]) == (6, 2, 2)
+    assert per_group(admin) == {("fact", False): 2, ("preference", False): 1, ("lesson", False): 1,
+                                ("fact", True): 1, ("lesson", True): 1}
+    anna = stats(mem, mem.anna())
+    assert (anna["records"], anna["shared"], anna["people"]) == (3, 1, 1) and len(mem.list(mem.anna())) == 3
+    assert ("lesson", False) not in per_group(anna) and ("lesson", True) not in per_group(anna)
+    bob = stats(mem, mem.bob())
+    assert (bob["records"], bob["shared"], bob["people"]) == (3, 1, 1) and per_group(bob)[("lesson", False)] == 1
+    nobody = stats(mem, mem.nobody)
+    assert (nobody["records"], nobody["shared"], nobody["people"]) == (4, 1, 2) == (
+        len(mem.list(mem.nobody)), 1, 2)
+    assert stats(mem, mem.anna(), type="lesson")["records"] == 0
+
+
+def test_mem_6_stats_are_one_index_only_pass_for_administrators_and_people(mem: Mem, db: Any) -> None:
+    """At a million records only an index-only pass answers in time (issue 16 goal 7): the statement an
+    administrator's and a person's count run reads the stats index alone, never the table (tiny tables here, so
+    the planner is told scans of the table cost too much, as they do at scale)."""
+    from backend.access.policy import Requester, parse_policy, writer_policy
+    from backend.access.scope import Scope
+    from backend.db.prepared import Prepared
+    from backend.domains.memory.expressions import filters, scope_params
+    from backend.domains.memory.repository import _build_counts
+    from shared.schemas.memory import MemoryQuery
+
+    mem.write(mem.anna(), "Anna fact.")
+    rules = parse_policy(writer_policy()).rules
+    scopes = {"administrator": Scope(mem.org.org_id, Requester(None), None, (), unrestricted=True),
+              "person": Scope(mem.org.org_id, Requester("anna"), None, rules, unrestricted=False)}
+    for who, scope in scopes.items():
+        found = filters(MemoryQuery(), {})
+        statement = Prepared(_build_counts(scope, found))
+        params = {**scope_params(scope), **{k: v for entry in found for k, v in entry.params.items()}}
+        with db.transaction():
+            db.execute("SET LOCAL enable_seqscan = off")
+            db.execute("SET LOCAL enable_bitmapscan = off")
+            plan = "\n".join(r[0] for r in db.execute("EXPLAIN " + statement.sql, statement.values(params)))
+        assert "Index Only Scan using ix_memory_records_stats" in plan, f"{who}:\n{plan}"
+        assert "Seq Scan on memory_records" not in plan and "Index Scan using" not in plan, f"{who}:\n{plan}"

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     ColumnElement,
     DateTime,
@@ -131,16 +132,33 @@ async def list_page(db: AsyncSession, scope: Scope, half_lives: Mapping[str, flo
     return await _statement(shape, build).all(db, params)
 
 
+def _build_counts(scope: Scope, found: Sequence[Any]) -> Any:
+    """One statement: the live records grouped by (store, type, owner) as the stats index streams them (migration
+    0017), summed per owner kind, with the distinct owners counted once from the same groups."""
+    groups = (select(R.c.index_id, R.c.type, R.c.subject, func.count().label("n"))
+              .where(*readable(scope, bound=True), *[entry.clause() for entry in found])
+              .group_by(R.c.index_id, R.c.type, R.c.subject).cte("groups"))
+    owners = select(groups.c.subject).where(groups.c.subject.is_not(None)).distinct().subquery("owners")
+    people = select(func.count()).select_from(owners).scalar_subquery()
+    shared = groups.c.subject.is_(None)
+    return (select(groups.c.index_id, groups.c.type, shared.label("shared"),
+                   cast(func.sum(groups.c.n), BigInteger).label("records"), people.label("people"))
+            .group_by(groups.c.index_id, groups.c.type, shared)
+            .order_by(groups.c.index_id, groups.c.type, shared))
+
+
 async def counts(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float],
                  f: MemoryQuery) -> tuple[list[dict[str, Any]], int]:
     """Records the scope reaches and the filters keep, counted per index, type and owner kind, and the number
     of distinct people among their owners: the same WHERE as `list_page`, so a count never shows more."""
-    where = [*readable(scope), *filter_clauses(f, half_lives)]
-    shared = R.c.subject.is_(None).label("shared")
-    grouped = (select(R.c.index_id, R.c.type, shared, func.count().label("records")).where(*where)
-               .group_by(R.c.index_id, R.c.type, shared).order_by(R.c.index_id, R.c.type, shared))
-    people = select(func.count(func.distinct(R.c.subject))).where(*where)
-    return _rows(await db.execute(grouped)), int((await db.execute(people)).scalar_one())
+    found = filters(f, half_lives)
+    shape = ("counts", scope.shape, _lives(half_lives), tuple(entry.token for entry in found))
+    params = scope_params(scope)
+    for entry in found:
+        params.update(entry.params)
+    rows = await _statement(shape, lambda: _build_counts(scope, found)).all(db, params)
+    people = int(rows[0]["people"]) if rows else 0  # no record counted, nobody owning one
+    return [{k: v for k, v in r.items() if k != "people"} for r in rows], people
 
 
 async def expiring(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], f: MemoryQuery, window: timedelta,
