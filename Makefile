@@ -93,7 +93,7 @@ bench-extraction: $(STAMP)
 bench-admin: $(STAMP)
 	$(BIN)/python -m bench.admin
 
-# Every goal that has a benchmark, each printing PASS or FAIL with its numbers (bench/results/performance.md).
+# Every goal that has a benchmark, each printing PASS or FAIL with its numbers (docs/performance.md).
 bench: bench-injection bench-packing bench-search bench-writes bench-export bench-http bench-turns bench-embed \
 	bench-dashboard bench-rls bench-extraction bench-admin
 

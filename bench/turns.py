@@ -51,6 +51,7 @@ from typing import Any
 
 from bench.http import REPO, InvalidRun, Server, _copy_text, _free_port, _load, _revision, plain, start_server
 from bench.injection import DIMS, TYPES, WORDS, _text, _vector
+from bench.lean_http import LeanClient
 from bench.search import percentile
 
 SEED = 20261205
@@ -435,8 +436,6 @@ class Bench:
 
     def __init__(self, meta: dict[str, Any], product: Server, model: Any, url: str, logs: Path,
                  meter: CpuMeter) -> None:
-        import httpx
-
         from backend.config import settings_from_env
         from backend.db.engine import make_engine, make_sessionmaker
 
@@ -446,8 +445,7 @@ class Bench:
         self.settings = settings_from_env(product_env(url, logs))
         self.engine = make_engine(url, pool_size=2)
         self.sessions = make_sessionmaker(self.engine)
-        self.http = httpx.AsyncClient(base_url=product.base, timeout=60,
-                                      headers={"Authorization": f"Bearer {meta['key']}"})
+        self.http = LeanClient(product.base, headers={"Authorization": f"Bearer {meta['key']}"})
         self.write_tool = f"memory__{meta['index_id']}__write"
         self.contexts: dict[str, Any] = {}
         self.rotation: dict[str, int] = {}
@@ -731,7 +729,8 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
         f"{info['warmup']} warm-up rounds, then {info['repeat']} rounds; each round runs, for each person, the five "
         "modes (the three turns, the build and GET /key as a yardstick of how busy the machine was) in a rotating "
         "order. A turn is timed from sending POST /responses to its answer over loopback HTTP "
-        "(keep-alive) and counts only when it answers 201 with `status: \"completed\"`, the scripted reply, the "
+        "(keep-alive, through bench/lean_http.py: a client library's own work is not the platform's) and "
+        "counts only when it answers 201 with `status: \"completed\"`, the scripted reply, the "
         "expected model rounds (and, for the tool turn, the created record). Model time: the trace's `model_ms` "
         "(GET /responses/{id}, untimed; the provider call, which includes the OpenAI SDK's work and the loopback "
         "round trip). Platform time = total − model time. Build: `injection.service.build` as the turn's prepare "

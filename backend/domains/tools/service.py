@@ -71,15 +71,20 @@ async def list_tools(ctx: RequestContext, source: str | None, timezone: str | No
 
 
 async def call(ctx: RequestContext, name: str, arguments: dict[str, Any], timezone: str | None, *,
-               provenance: dict[str, Any] | None = None) -> str:
-    """Run a memory tool; errors are ApiErrors naming `arguments.…` (inside a turn: see tool_error_output)."""
+               provenance: dict[str, Any] | None = None, index: dict[str, Any] | None = None) -> str:
+    """Run a memory tool; errors are ApiErrors naming `arguments.…` (inside a turn: see tool_error_output).
+
+    `index`: the tool's index with its store types as this request already resolved it (a turn does when it
+    accepts the tools it offers); the record a write tool writes is still checked against the write scope in SQL.
+    """
     scope = memory_scope(ctx)
     reject_nul(arguments, "arguments")
     parsed = mt.parse_name(name)
     if parsed is None:
         raise NotFound(f"There is no tool named {name!r}.", param="name", code="tool_not_found")
     index_id, kind = parsed
-    index = (await with_store_types(ctx, [await indexes.reachable(ctx.db, scope, index_id, param="name")]))[0]
+    if index is None or index["id"] != index_id:
+        index = (await with_store_types(ctx, [await indexes.reachable(ctx.db, scope, index_id, param="name")]))[0]
     if not offered(ctx, kind):
         setting = "retrieval_tool" if kind == mt.SEARCH else "write_tool"
         raise BadRequest(f"This key's memory configuration does not offer {name!r} (`memory.{setting}`).",

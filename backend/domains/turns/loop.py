@@ -125,7 +125,8 @@ async def _dispatch(turn: Turn, call: ToolCall, arguments: dict[str, Any], call_
         return "", f"There is no tool named {call.name!r} in this turn; offered: {offered}."
     try:
         output = await tools.call(ctx, call.name, arguments, turn.body.timezone,
-                                  provenance={**turn.provenance, "item_id": call_item_id})
+                                  provenance={**turn.provenance, "item_id": call_item_id},
+                                  index=turn.tools.memory[call.name])  # resolved when the turn was accepted
         await ctx.db.commit()
         return output, None
     except PolicyDenied as denied:
