@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.http import REPO, SECRET, InvalidRun, Server, _free_port, _revision, plain, start_product, start_server
+from bench.http import _bootstrap as bootstrap
 from bench.search import percentile, start_database
 
 RESULTS = Path(__file__).parent / "results" / "admin.md"
@@ -84,19 +85,7 @@ def dataset(url: str, pgdata: Path) -> dict[str, Any]:
 
 def credentials(url: str) -> dict[str, Any]:
     """An administrator of the data set's organisation (bootstrap: reused, fresh password) and a full key."""
-    from backend.db.engine import make_engine, make_sessionmaker
-    from backend.domains.orgs import service
-
-    async def go() -> dict[str, Any]:
-        engine = make_engine(url, pool_size=1, app_role=False)
-        try:
-            async with make_sessionmaker(engine)() as db, db.begin():
-                return await service.bootstrap(db, org_name=ORG_NAME, admin_email=ADMIN_EMAIL, secret=SECRET,
-                                               key_retention_days=400, ttl_seconds=3600)
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(go())
+    return bootstrap(url, ORG_NAME, ADMIN_EMAIL, SECRET)
 
 
 def expected(url: str, meta: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, list[float]]]:

@@ -206,8 +206,10 @@ def open_database(pgdata: Path) -> tuple[str, Any]:
     return socket_url(pgdata, DATABASE), server
 
 
-def _bootstrap(url: str, org_name: str) -> dict[str, Any]:
-    """`coremem bootstrap`'s service: the organisation, its administrator and a key whose policy permits writes."""
+def _bootstrap(url: str, org_name: str, admin_email: str = "bench-http@bench.local", secret: str = SECRET
+               ) -> dict[str, Any]:
+    """`coremem bootstrap`'s service: the organisation, its administrator and a key whose policy permits writes
+    (an existing administrator is reused with a fresh password)."""
     import asyncio
 
     from backend.db.engine import make_engine, make_sessionmaker
@@ -217,8 +219,8 @@ def _bootstrap(url: str, org_name: str) -> dict[str, Any]:
         engine = make_engine(url, pool_size=1, app_role=False)
         try:
             async with make_sessionmaker(engine)() as db, db.begin():
-                return await service.bootstrap(db, org_name=org_name, admin_email="bench-http@bench.local",
-                                               secret=SECRET, key_retention_days=400, ttl_seconds=3600)
+                return await service.bootstrap(db, org_name=org_name, admin_email=admin_email,
+                                               secret=secret, key_retention_days=400, ttl_seconds=3600)
         finally:
             await engine.dispose()
 

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.http import REPO, InvalidRun, Server, _copy_text, _free_port, _load, _revision, plain, start_server
+from bench.http import _bootstrap as bootstrap
 from bench.injection import DIMS, TYPES, WORDS, _text, _vector
 from bench.lean_http import LeanClient
 from bench.search import percentile
@@ -108,19 +109,7 @@ def start_product(url: str, logs: Path) -> Server:
 
 def _bootstrap(url: str) -> dict[str, Any]:
     """`coremem bootstrap`'s service: the organisation, its administrator and a first key."""
-    from backend.db.engine import make_engine, make_sessionmaker
-    from backend.domains.orgs import service
-
-    async def go() -> dict[str, Any]:
-        engine = make_engine(url, pool_size=1, app_role=False)
-        try:
-            async with make_sessionmaker(engine)() as db, db.begin():
-                return await service.bootstrap(db, org_name=ORG, admin_email=ADMIN, secret=SECRET,
-                                               key_retention_days=400, ttl_seconds=3600)
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(go())
+    return bootstrap(url, ORG, ADMIN, SECRET)
 
 
 def _api(client: Any, method: str, path: str, expected: int, **kwargs: Any) -> Any:
