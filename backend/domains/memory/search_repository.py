@@ -16,6 +16,7 @@ from sqlalchemy import (
     Text,
     and_,
     bindparam,
+    case,
     cast,
     func,
     literal,
@@ -181,7 +182,10 @@ def _statement(scope: Scope, half_lives: Mapping[str, float], found: list[Filter
         else:
             text_hits = by_words.subquery("text_hits")
             joined = text_hits.join(vec_hits, text_hits.c.id == vec_hits.c.id, full=True)
-            hit_id = func.coalesce(text_hits.c.id, vec_hits.c.id)
+            # CASE, not COALESCE: under row-level security the records are fetched by this id through their
+            # primary key only if the join condition counts as leakproof, and PostgreSQL deems no COALESCE so
+            # (it then read the whole table: 60 ms instead of 6 at 200k records).
+            hit_id = case((text_hits.c.id.is_not(None), text_hits.c.id), else_=vec_hits.c.id)
             if fusion.method in ("rrf", "rrf_share"):
                 by_text: Any = scale / (fusion.rrf_k + text_hits.c.text_rank)
                 if fusion.method == "rrf_share":
