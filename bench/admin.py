@@ -83,11 +83,6 @@ def dataset(url: str, pgdata: Path) -> dict[str, Any]:
             "person_records": int(median[1])}
 
 
-def credentials(url: str) -> dict[str, Any]:
-    """An administrator of the data set's organisation (bootstrap: reused, fresh password) and a full key."""
-    return bootstrap(url, ORG_NAME, ADMIN_EMAIL, SECRET)
-
-
 def expected(url: str, meta: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, list[float]]]:
     """What each caller must be answered, by the hand-written statement, and that statement's own times."""
     import psycopg
@@ -350,7 +345,7 @@ def main() -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     url, _pg = start_database(args.pgdata)
     meta = dataset(url, args.pgdata)
-    boot = credentials(url)
+    boot = bootstrap(url, ORG_NAME, ADMIN_EMAIL, SECRET)  # the data set's administrator (fresh password), a key
     want, hand = expected(url, meta)
     work = Path(tempfile.mkdtemp(prefix="coremem-bench-admin-"))
     server = start_product(url, work)

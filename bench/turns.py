@@ -107,11 +107,6 @@ def start_product(url: str, logs: Path) -> Server:
                         product_env(url, logs), port, "/health", logs)
 
 
-def _bootstrap(url: str) -> dict[str, Any]:
-    """`coremem bootstrap`'s service: the organisation, its administrator and a first key."""
-    return bootstrap(url, ORG, ADMIN, SECRET)
-
-
 def _api(client: Any, method: str, path: str, expected: int, **kwargs: Any) -> Any:
     response = client.request(method, path, **kwargs)
     if response.status_code != expected:
@@ -235,7 +230,7 @@ def build(url: str, logs: Path, rebuild: bool, records: int, threads: int) -> di
     print(f"building the data set: {records:,} records, {threads:,} threads …", flush=True)
     conn.execute("DELETE FROM orgs WHERE name = %s", (ORG,))  # everything of it goes too (foreign keys cascade)
     conn.execute("DELETE FROM bench_meta WHERE key = 'turns'")
-    boot = _bootstrap(url)
+    boot = bootstrap(url, ORG, ADMIN, SECRET)  # `coremem bootstrap`'s service: organisation, administrator, key
     org_id = boot["org_id"]
     product = start_product(url, logs)
     try:
