@@ -16,7 +16,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: install test lint typecheck pytest run serve migrate bench bench-search bench-injection bench-export bench-http \
-	bench-turns bench-embed bench-dashboard bench-rls bench-packing bench-writes bench-extraction bench-admin eval-search clean
+	bench-turns bench-embed bench-dashboard bench-rls bench-packing bench-writes bench-extraction bench-admin \
+	bench-vector eval-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +64,10 @@ bench-packing: $(STAMP)
 bench-http: $(STAMP)
 	$(BIN)/python -m bench.http
 
+# Issue 16 goal 3: vector search as one person over 1M 384-dimension vectors, recall and speed.
+bench-vector: $(STAMP)
+	$(BIN)/python -m bench.vector
+
 # Issue 16 goal 5: POST /memory/batch against COPY, POST /memory against a hand-written transaction.
 bench-writes: $(STAMP)
 	$(BIN)/python -m bench.writes
@@ -94,8 +99,8 @@ bench-admin: $(STAMP)
 	$(BIN)/python -m bench.admin
 
 # Every goal that has a benchmark, each printing PASS or FAIL with its numbers (docs/performance.md).
-bench: bench-injection bench-packing bench-search bench-writes bench-export bench-http bench-turns bench-embed \
-	bench-dashboard bench-rls bench-extraction bench-admin
+bench: bench-injection bench-packing bench-vector bench-search bench-writes bench-export bench-http bench-turns \
+	bench-embed bench-dashboard bench-rls bench-extraction bench-admin
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

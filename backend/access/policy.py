@@ -270,5 +270,20 @@ def permits_every_row(rules: Sequence[Rule], kind: str, action: str, who: Reques
                and all(a.atom == "no_subject" and who.subject_id is None for a in r.when) for r in relevant)
 
 
+def reads_own_and_shared_only(rules: Sequence[Rule], kind: str, action: str, who: Requester) -> bool:
+    """True when a request naming a person can reach only her own objects of `kind` and the shared ones: every
+    permit rule requires her as the owner, or matches only objects with no owner. Deny rules only take away.
+    Lets a search rank her own records exactly and the shared ones through an index of the shared alone."""
+    if who.subject_id is None:
+        return False
+
+    def bounded(rule: Rule) -> bool:
+        owners = dict(rule.match_labels).get(SUBJECT_LABEL)
+        return (any(a.atom in ("subject_is_owner", "no_subject") for a in rule.when)
+                or (owners is not None and set(owners) <= {""}))
+
+    return all(bounded(r) for r in rules if r.covers(kind, action) and r.effect == "permit")
+
+
 __all__ = ("SUBJECT_LABEL", "Atom", "Policy", "Requester", "Rule", "decide", "default_policy", "parse_policy",
-           "permits_every_row", "rule_matches", "writer_policy")
+           "permits_every_row", "reads_own_and_shared_only", "rule_matches", "writer_policy")

@@ -11,7 +11,15 @@ from typing import Any
 from sqlalchemy import ColumnElement, Text, false, func, literal, true
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from backend.access.policy import Policy, Requester, Rule, decide, parse_policy, permits_every_row
+from backend.access.policy import (
+    Policy,
+    Requester,
+    Rule,
+    decide,
+    parse_policy,
+    permits_every_row,
+    reads_own_and_shared_only,
+)
 from backend.access.policy_sql import visible_clause, who_params
 from backend.access.principal import Principal
 from backend.errors import BadRequest
@@ -50,6 +58,10 @@ class Scope:
         if self.unrestricted:
             return true()
         return visible_clause(self.rules, kind, action, self.requester, owner_col, labels_col, bound=bound)
+
+    def reads_own_and_shared_only(self, kind: str) -> bool:
+        """A person who can see only her own objects of `kind` and the shared ones (the default policy)."""
+        return not self.unrestricted and reads_own_and_shared_only(self.rules, kind, "see", self.requester)
 
     def params(self) -> dict[str, Any]:
         """The values of a clause built with `bound=True`."""

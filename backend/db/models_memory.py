@@ -42,13 +42,14 @@ _OPEN_COMMITMENT = "type = 'commitment' AND status = 'active' AND (commitment ->
 _COMMITMENT_DUE = sql_text("coremem_commitment_due(commitment)")
 
 
-def _hnsw(dims: int) -> Index:
+def _hnsw(dims: int, *, shared: bool = False) -> Index:
+    """The cosine HNSW index of one dimension count, over every record or (migration 0018) the shared ones."""
     return Index(
-        f"ix_memory_records_embedding_hnsw_{dims}",
+        f"ix_memory_records_{'shared_' if shared else ''}embedding_hnsw_{dims}",
         literal_column(f"(embedding::vector({dims}))").label("embedding_cast"),
         postgresql_using="hnsw",
         postgresql_ops={"embedding_cast": "vector_cosine_ops"},
-        postgresql_where=sql_text(f"vector_dims(embedding) = {dims}"),
+        postgresql_where=sql_text(f"vector_dims(embedding) = {dims}" + (" AND subject IS NULL" if shared else "")),
     )
 
 
@@ -125,6 +126,8 @@ class MemoryRecord(Base):
         Index("ix_memory_records_search", "search", postgresql_using="gin"),
         Index("ix_memory_records_tags", "tags", postgresql_using="gin"),
         *[_hnsw(d) for d in HNSW_DIMENSIONS],
+        # A person's search takes the shared records through these: the scope filters nothing out of them.
+        *[_hnsw(d, shared=True) for d in HNSW_DIMENSIONS],
     )
 
 

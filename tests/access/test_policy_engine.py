@@ -8,7 +8,14 @@ import pytest
 from sqlalchemy import column, create_engine, select, table, text
 from sqlalchemy.dialects.postgresql import JSONB
 
-from backend.access.policy import Requester, decide, default_policy, parse_policy, permits_every_row
+from backend.access.policy import (
+    Requester,
+    decide,
+    default_policy,
+    parse_policy,
+    permits_every_row,
+    reads_own_and_shared_only,
+)
 from backend.access.policy_sql import visible_clause, who_params
 from backend.db.engine import normalise_url
 from backend.errors import ValidationFailed
@@ -151,6 +158,13 @@ def test_plt_8_9_policy_table(sql_engine, title, raw_rules, kind, action, who, e
         assert expected == {o[0] for o in OBJECTS}
     if raw_rules is DEFAULT and who is NOBODY and kind in ("memory_record", "thread"):
         assert permits_every_row(rules, kind, action, who)
+    # Nor the one that lets a search take the shared records alone through their own index: when it says a
+    # person reaches only her own objects and the shared ones, she does; it says so for the default policy.
+    owners = {o[0]: o[1] for o in OBJECTS}
+    if reads_own_and_shared_only(rules, kind, action, who):
+        assert all(owners[name] in (None, who.subject_id) for name in expected)
+    if raw_rules is DEFAULT and who.subject_id is not None:
+        assert reads_own_and_shared_only(rules, kind, action, who)
 
 
 def test_permits_every_row_needs_a_rule_without_conditions_and_no_deny():
@@ -164,6 +178,19 @@ def test_permits_every_row_needs_a_rule_without_conditions_and_no_deny():
     assert not every([rule("permit", kind="thread", match={"labels": {"subject": ""}})])
     assert not every([rule("permit", kind="thread", actions=["write"])])
     assert not every([])
+
+
+def test_reads_own_and_shared_only_needs_every_permit_bounded_to_her_or_to_no_owner():
+    def bounded(raw_rules: list[dict[str, Any]], who: Requester = ANNA) -> bool:
+        return reads_own_and_shared_only(parse_policy({"rules": raw_rules}).rules, "memory_record", "see", who)
+
+    assert bounded(DEFAULT)
+    assert not bounded(DEFAULT, NOBODY)  # a request naming nobody is not one person
+    assert bounded([*DEFAULT, rule("deny", match={"labels": {"department": "payroll"}})])  # denies only take away
+    assert not bounded([*DEFAULT, rule("permit", when=[{"atom": "label_is_subject", "label": "participants"}])])
+    assert not bounded([*DEFAULT, rule("permit", match={"labels": {"department": "payroll"}})])
+    assert not bounded([*DEFAULT, rule("permit", match={"labels": {"subject": ["", "bob"]}})])
+    assert not bounded([rule("permit")])  # no condition: everybody's records
 
 
 @pytest.mark.parametrize(("document", "param"), [

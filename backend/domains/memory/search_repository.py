@@ -49,6 +49,11 @@ from shared.schemas.memory import MemoryQuery
 # Candidates by words, and by vectors per embedding setting: the page asked for, at least 100 (max 200, the
 # largest page): the HNSW beam (`ef_search`) is the candidate count, and a wide beam is what a search costs.
 MIN_CANDIDATES = 100
+# A person with this many records of her own is not ranked exactly (that reads every one of them: 0.35 s for
+# 121k at 1M records) but through the HNSW index over the whole store, with this wider beam, so that enough of
+# her records survive the scope (bench/results/vector.md: recall@10 0.99 at 1M records).
+MANY_OWN = 1000
+WIDE_BEAM = 400
 
 
 def _rows(result: Any) -> list[dict[str, Any]]:
@@ -85,30 +90,59 @@ class Fusion:
 FUSION = Fusion()
 
 
-def _nearest(where: list[ColumnElement[bool]], n: int, dims: int, person: bool) -> Any:
+def _nearest(where: list[ColumnElement[bool]], n: int, dims: int, reach: str) -> Any:
     """The nearest records of one embedding setting's indexes (parameters `v{n}_*`) to its query vector that reach
     the provider's floor, with their rank; vectors of another model than the setting's are never compared.
 
-    The HNSW index of the vector's dimensions serves the whole index; it returns at most `hnsw.ef_search` rows
-    before the scope is applied (pgvector 0.6 has no iterative scans), so a person whose records are a small part
-    of the index could get few or none of hers. For a request naming a person, her own records are therefore also
-    ranked exactly (by the owner index; `+ 0` keeps the planner off HNSW) and the two lists merged.
+    An HNSW scan returns at most `hnsw.ef_search` rows before the scope is applied (pgvector 0.6 has no iterative
+    scans), so over the whole store a person whose records are a small part of it gets few or none of hers. So
+    for a request naming a person (`reach` "person") her own records are also ranked exactly (by the owner index;
+    `+ 0` keeps the planner off HNSW) and the lists merged; and when she can read only her own records and the
+    shared ones (`reach` "own_and_shared", the default policy) the shared ones come from the HNSW index over the
+    shared records alone (migration 0018), which the scope filters nothing out of. `reach` "store": one scan.
+    A person with many records of her own (`reach` "many_own") takes the whole store's index with a wider beam
+    (`WIDE_BEAM`) beside the shared records' one, instead of ranking all of hers.
     """
     qv = cast(bindparam(f"v{n}_vector", type_=Vector()), Vector(dims))
     distance = cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
     comparable = [*where, R.c.index_id == func.any(bindparam(f"v{n}_indexes", type_=ARRAY(Text))),
                   func.vector_dims(R.c.embedding) == dims, R.c.embedding_model == bindparam(f"v{n}_model", type_=Text)]
     found = select(R.c.id.label("id"), (1 - distance).label("similarity")).where(*comparable)
-    lists = [found.order_by(distance).limit(bindparam("candidates", type_=Integer))]
-    if person:
-        lists.append(found.where(R.c.subject == bindparam("vector_owner", type_=Text))
-                     .order_by(distance + 0).limit(bindparam("candidates", type_=Integer)))
+    candidates = bindparam("candidates", type_=Integer)
+    shared = found.where(R.c.subject.is_(None)).order_by(distance).limit(candidates)
+    whole = found.order_by(distance).limit(candidates)
+    own = (found.where(R.c.subject == bindparam("vector_owner", type_=Text))
+           .order_by(distance + 0).limit(candidates))
+    lists = {"store": [whole], "person": [whole, own], "own_and_shared": [shared, own],
+             "many_own": [whole, shared]}[reach]
+    return _ranked(lists, n)
+
+
+def _ranked(lists: list[Any], n: int) -> Any:
+    """The lists merged, each record once with its best similarity, ranked; below the provider's floor left out."""
     both = union_all(*[select(part.subquery()) for part in lists]).subquery() if len(lists) > 1 else \
         lists[0].subquery()
     nearest = select(both.c.id, func.max(both.c.similarity).label("similarity")).group_by(both.c.id).subquery()
     return select(nearest.c.id, nearest.c.similarity,
                   func.row_number().over(order_by=(nearest.c.similarity.desc(), nearest.c.id)).label("vec_rank")
                   ).where(nearest.c.similarity >= bindparam(f"v{n}_floor", type_=Float))
+
+
+def _reach(scope: Scope, many_own: bool) -> str:
+    """Which vector lists a search of this scope takes (`_nearest`)."""
+    if scope.subject_id is None:
+        return "store"
+    if many_own:
+        return "many_own"
+    return "own_and_shared" if scope.reads_own_and_shared_only("memory_record") else "person"
+
+
+# The HNSW beam for the transaction, and whether the person has `MANY_OWN` records or more (one round trip): an HNSW
+# scan returns at most `ef_search` rows (pgvector 0.6), so the beam is the candidate count, wider for her.
+_BEAM = text(
+    "SELECT set_config('hnsw.ef_search', (CASE WHEN CAST(:owner AS text) IS NOT NULL AND (SELECT count(*) FROM "
+    "(SELECT 1 FROM memory_records WHERE org_id = :org AND subject = :owner LIMIT :many) AS hers) >= :many "
+    "THEN :wide ELSE :narrow END)::text, true)")
 
 
 def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | None:
@@ -160,7 +194,7 @@ def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | No
 
 
 def _statement(scope: Scope, half_lives: Mapping[str, float], found: list[Filter], question: Question,
-               dims: Sequence[int], fusion: Fusion) -> Any:
+               dims: Sequence[int], fusion: Fusion, many_own: bool) -> Any:
     where = [*readable(scope, bound=True), *[entry.clause() for entry in found]]
     by_words = _text_hits(where, question)
     if not dims:
@@ -168,7 +202,7 @@ def _statement(scope: Scope, half_lives: Mapping[str, float], found: list[Filter
         text_hits = by_words.subquery("text_hits")
         hits = select(text_hits.c.id, text_hits.c.text_score.label("score")).subquery("hits")
     else:
-        nearest = [_nearest(where, n, d, scope.subject_id is not None).subquery() for n, d in enumerate(dims)]
+        nearest = [_nearest(where, n, d, _reach(scope, many_own)).subquery() for n, d in enumerate(dims)]
         vec_hits = (nearest[0] if len(nearest) == 1 else
                     union_all(*[select(n) for n in nearest]).subquery()).alias("vec_hits")
         similarity = func.greatest(func.coalesce(vec_hits.c.similarity, 0), 0)
@@ -215,18 +249,25 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
         return []
     found = filters(f, half_lives)
     fusion = FUSION
+    candidates = max(limit, MIN_CANDIDATES)
+    many_own = False
+    if vectors:
+        beam = await db.execute(_BEAM, {"owner": scope.subject_id, "org": scope.org_id, "many": MANY_OWN,
+                                        "wide": max(candidates, WIDE_BEAM), "narrow": candidates})
+        many_own = int(beam.scalar_one()) > candidates  # the wide beam is wider than the largest page
     dims = tuple(len(v.vector) for v in vectors)
     lives = tuple(sorted(half_lives.items()))
     shape = ("search", scope.shape, lives, tuple(e.token for e in found), bool(question.words),
-             len(question.phrases), len(question.excluded), dims, fusion.method, fusion.rrf_k, fusion.text_weight)
+             len(question.phrases), len(question.excluded), dims, fusion.method, fusion.rrf_k, fusion.text_weight,
+             many_own)
     statement = _statements.get(shape)
     if statement is None:
-        statement = _statements[shape] = Prepared(_statement(scope, half_lives, found, question, dims, fusion))
+        statement = _statements[shape] = Prepared(_statement(scope, half_lives, found, question, dims, fusion,
+                                                             many_own))
         if len(_statements) > _STATEMENTS_KEPT:
             _statements.popitem(last=False)
     else:
         _statements.move_to_end(shape)
-    candidates = max(limit, MIN_CANDIDATES)
     params: dict[str, Any] = {**scope_params(scope), "limit": limit, "candidates": candidates,
                               "q_any": " or ".join(question.words), "q_words": list(question.words),
                               "vector_owner": scope.subject_id}
@@ -237,7 +278,4 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
     for n, query in enumerate(vectors):
         params.update({f"v{n}_vector": query.vector, f"v{n}_indexes": list(query.index_ids),
                        f"v{n}_model": query.model, f"v{n}_floor": fusion.floor(query.model)})
-    if vectors:
-        # An HNSW scan returns at most ef_search rows (pgvector 0.6): let it offer every candidate we take.
-        await db.execute(text(f"SET LOCAL hnsw.ef_search = {int(candidates)}"))
     return await statement.all(db, {name: value for name, value in params.items() if name in statement.names})
