@@ -170,6 +170,32 @@ def test_mem_13_a_person_reads_the_shared_records_through_their_own_vector_index
     assert "ix_memory_records_embedding_hnsw_384" in plan, plan
 
 
+def test_mem_13_a_person_with_many_records_is_searched_through_the_whole_store_index(
+        mem: Mem, client: Any, db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ranking all of a person's records exactly reads every one of them (0.35 s for 121k at 1M records): from
+    `MANY_OWN` records of her own she goes through the whole store's index (with a wider beam) beside the shared
+    records' one, and still finds her own records. Lowered here so that a few records make her such a person."""
+    from backend.domains.memory import search_repository
+
+    monkeypatch.setattr(search_repository, "MANY_OWN", 5)
+    index_id = make_index(mem.org, {"provider": "hashing", "model": "feature-hash", "dimensions": 384})
+    mine = [{"index_id": index_id, "type": "fact", "text": f"Tunes the banjo string {n}"} for n in range(8)]
+    assert client.post("/memory/batch", json={"records": mine}, headers=mem.anna()).status_code in (200, 201)
+    found = client.get("/memory/search", params={"q": "banjo string", "index_id": index_id}, headers=mem.anna())
+    assert len(found.json()["data"]) == 8
+    plan = "\n".join(search_plan(mem, client, db, monkeypatch, index_id, "banjo strings", mem.anna(), sorts=False))
+    assert "ix_memory_records_embedding_hnsw_384" in plan and "ix_memory_records_shared_embedding_hnsw_384" in plan
+    exact = "+ '0'::double precision"  # the exact ranking of her own records: `ORDER BY distance + 0`
+    assert exact not in plan, plan
+    # A person with fewer records of her own in the index searched is ranked exactly and takes the shared index
+    # only, however many she has in other indexes.
+    elsewhere = [{"index_id": mem.index_id, "type": "fact", "text": f"Plays the banjo on day {n}"} for n in range(8)]
+    assert client.post("/memory/batch", json={"records": elsewhere}, headers=mem.bob()).status_code in (200, 201)
+    mem.write(mem.bob(), "Owns a banjo", index_id=index_id)
+    plan = "\n".join(search_plan(mem, client, db, monkeypatch, index_id, "banjo strings", mem.bob(), sorts=False))
+    assert "ix_memory_records_embedding_hnsw_384" not in plan and exact in plan, plan
+
+
 def test_mem_13_search_across_indexes_blends_each_embedding_index(mem: Mem, client: Any) -> None:
     """Without `index_id`, every embedding index the request reaches blends its own vectors (each with the query
     embedded by its own provider and dimensions); records of an index without embeddings are found by words."""

@@ -51,7 +51,7 @@ from shared.schemas.memory import MemoryQuery
 MIN_CANDIDATES = 100
 # A person with this many records of her own is not ranked exactly (that reads every one of them: 0.35 s for
 # 121k at 1M records) but through the HNSW index over the whole store, with this wider beam, so that enough of
-# her records survive the scope (bench/results/vector.md: recall@10 0.99 at 1M records).
+# her records survive the scope (bench/results/vector.md: recall@10 0.97 for 121k of 1M records).
 MANY_OWN = 1000
 WIDE_BEAM = 400
 
@@ -137,12 +137,14 @@ def _reach(scope: Scope, many_own: bool) -> str:
     return "own_and_shared" if scope.reads_own_and_shared_only("memory_record") else "person"
 
 
-# The HNSW beam for the transaction, and whether the person has `MANY_OWN` records or more (one round trip): an HNSW
-# scan returns at most `ef_search` rows (pgvector 0.6), so the beam is the candidate count, wider for her.
+# The HNSW beam for the transaction, and whether the person has `MANY_OWN` records or more in the indexes searched
+# (one round trip): an HNSW scan returns at most `ef_search` rows (pgvector 0.6), so the beam is the candidate
+# count, wider for her.
 _BEAM = text(
     "SELECT set_config('hnsw.ef_search', (CASE WHEN CAST(:owner AS text) IS NOT NULL AND (SELECT count(*) FROM "
-    "(SELECT 1 FROM memory_records WHERE org_id = :org AND subject = :owner LIMIT :many) AS hers) >= :many "
-    "THEN :wide ELSE :narrow END)::text, true)")
+    "(SELECT 1 FROM memory_records WHERE org_id = :org AND subject = :owner AND index_id = ANY(:indexes) "
+    "LIMIT :many) AS hers) >= :many THEN :wide ELSE :narrow END)::text, true)"
+).bindparams(bindparam("indexes", type_=ARRAY(Text)))
 
 
 def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | None:
@@ -252,8 +254,9 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
     candidates = max(limit, MIN_CANDIDATES)
     many_own = False
     if vectors:
-        beam = await db.execute(_BEAM, {"owner": scope.subject_id, "org": scope.org_id, "many": MANY_OWN,
-                                        "wide": max(candidates, WIDE_BEAM), "narrow": candidates})
+        searched = sorted({index_id for v in vectors for index_id in v.index_ids})
+        beam = await db.execute(_BEAM, {"owner": scope.subject_id, "org": scope.org_id, "indexes": searched,
+                                        "many": MANY_OWN, "wide": max(candidates, WIDE_BEAM), "narrow": candidates})
         many_own = int(beam.scalar_one()) > candidates  # the wide beam is wider than the largest page
     dims = tuple(len(v.vector) for v in vectors)
     lives = tuple(sorted(half_lives.items()))
