@@ -25,6 +25,7 @@ from backend.domains.exports.controller import ExportController
 from backend.domains.extraction.controller import ExtractionController
 from backend.domains.indexes.controller import IndexController
 from backend.domains.keys.controller import KeyController, OwnKeyController
+from backend.domains.memory import embed_later
 from backend.domains.memory.controller import MemoryController
 from backend.domains.models.controller import AdminModelController, ModelController
 from backend.domains.orgs.controller import AdminController, OrgController
@@ -101,6 +102,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
         try:
             yield
         finally:
+            await embed_later.settle()  # the vectors of a turn's last memory writes, before the pool closes
             await engine.dispose()
 
     mcp = McpEndpoint(settings)  # /mcp: the MCP server over streamable HTTP

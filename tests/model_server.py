@@ -47,6 +47,9 @@ class ScriptedModel:
         # DEFAULT; `respond_delay` seconds before each such answer.
         self.respond: Any = None
         self.respond_delay = 0.0
+        # Cleared: embedding requests wait until it is set again (what a request waits for while a provider is slow).
+        self.embeddings_open = threading.Event()
+        self.embeddings_open.set()
 
     # ------------------------------------------------------------ scripting
 
@@ -58,6 +61,7 @@ class ScriptedModel:
             self.embedding_requests.clear()
             self.respond = None
             self.respond_delay = 0.0
+            self.embeddings_open.set()
 
     def reply(self, content: str | None = None, *, tool_calls: list[tuple[str, dict[str, Any] | str]] | None = None,
               usage: tuple[int, int] = (11, 7), delay: float = 0.0, before: Any = None) -> ScriptedModel:
@@ -146,6 +150,7 @@ class ScriptedModel:
 
     async def _embeddings(self, payload: dict[str, Any], send: Any) -> None:
         self.embedding_requests.append(payload)
+        await asyncio.to_thread(self.embeddings_open.wait, 30)
         inputs = payload["input"] if isinstance(payload["input"], list) else [payload["input"]]
         embedder = HashingEmbeddings(int(payload.get("dimensions") or 64))
         data = [{"object": "embedding", "index": i, "embedding": embedder.embed_one(str(text))}

@@ -4,6 +4,7 @@ the working-state tool writes when the turn completes."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from backend.access.policy import writer_policy
@@ -42,6 +43,36 @@ def test_mem_17_a_write_tool_call_in_a_turn_keeps_a_record_with_provenance(clien
     trace = client.get(f"/responses/{answer['id']}", headers=anna(org, key)).json()["trace"]
     assert [(t["name"], t["status"]) for t in trace["tools"]] == [(write, "completed")]
     assert trace["rounds"] == 2
+
+
+def test_plt_13_the_model_reads_a_write_tools_result_without_waiting_for_the_records_vector(
+        client: Any, org: Org, scripted: Any, db: Any) -> None:
+    """A turn's write tool keeps its record at once, without a vector, and the model reads the result while the
+    embedding provider is still busy; the record gets its vector after the commit, of the index's model."""
+    setting = {"provider": "openai_compatible", "model": "slow-embeddings", "dimensions": 64, "base_url": scripted.url}
+    created = client.post("/indexes", headers=org.full, json={"name": "support", "embedding": setting})
+    assert created.status_code == 201, created.text
+    index_id = created.json()["id"]
+    key = str(org.make_key(memory={"write_tool": True}, policy=writer_policy())["secret"])
+    write = f"memory__{index_id}__write"
+
+    def kept() -> list[tuple[str, str | None]]:
+        return db.execute("SELECT text, embedding_model FROM memory_records WHERE index_id = %s",
+                          (index_id,)).fetchall()
+
+    seen: list[Any] = []
+    scripted.embeddings_open.clear()  # the embedding provider answers nothing until the end of the turn
+    scripted.reply(tool_calls=[(write, {"type": "preference", "text": "Prefers tea over coffee"})])
+    scripted.reply("Noted.", before=lambda: seen.append(kept()))
+    answer = turn(client, anna(org, key), input="I prefer tea.", tools=[{"type": "tool", "name": write}])
+    assert answer["status"] == "completed" and json.loads(answer["output"][1]["output"])["action"] == "created"
+    assert seen == [[("Prefers tea over coffee", None)]]  # when the model read the tool's result
+    scripted.embeddings_open.set()
+    deadline = time.monotonic() + 20
+    while kept() != [("Prefers tea over coffee", "openai_compatible/slow-embeddings/64")]:
+        assert time.monotonic() < deadline, kept()
+        time.sleep(0.05)
+    assert [request["input"] for request in scripted.embedding_requests] == [["Prefers tea over coffee"]]
 
 
 def test_mem_21_a_refused_type_is_a_tool_error_the_model_reads(client: Any, org: Org, scripted: Any) -> None:

@@ -11,12 +11,13 @@ history version, no new `updated_at` (so decay does not restart), no change a re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import ColumnElement, Text, and_, bindparam, cast, func, or_, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.access.actor import CLI_ACTOR, Actor
@@ -70,17 +71,19 @@ async def pending(db: AsyncSession, org_id: str | None = None,
     return found
 
 
-async def embed_batch(db: AsyncSession, index: Mapping[str, Any], after_id: str, batch: int = BATCH
-                      ) -> tuple[int, str | None, str | None]:
-    """Embed up to `batch` records of the index without a vector of its model, ids above `after_id`, in this
-    transaction.
+async def embed_batch(db: AsyncSession, index: Mapping[str, Any], after_id: str, batch: int = BATCH, *,
+                      ids: Sequence[str] | None = None) -> tuple[int, str | None, str | None]:
+    """Embed up to `batch` records of the index without a vector of its model, ids above `after_id` (and among
+    `ids` when given), in this transaction.
 
     Returns (records embedded, the last id read or None when there was none left, the provider's error)."""
     model = str(fingerprint(index["embedding"]))
+    which = [R.c.org_id == index["org_id"], R.c.index_id == index["id"], _stale(model), R.c.id > after_id]
+    if ids is not None:
+        which.append(R.c.id == func.any(bindparam("ids", list(ids), type_=ARRAY(Text))))
     rows = (await db.execute(
-        select(R.c.id, R.c.text).where(R.c.org_id == index["org_id"], R.c.index_id == index["id"],
-                                       _stale(model), R.c.id > after_id)
-        .order_by(R.c.id).limit(batch).with_for_update(skip_locked=True))).all()
+        select(R.c.id, R.c.text).where(*which).order_by(R.c.id).limit(batch).with_for_update(skip_locked=True))
+    ).all()
     if not rows:
         return 0, None, None
     provider = provider_for(index["embedding"])

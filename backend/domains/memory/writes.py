@@ -47,6 +47,8 @@ class Draft:
     given: set[str] = field(default_factory=set)
     vector: list[float] | None = None
     locked: list[str] = field(default_factory=list)  # people whose erasure locks `prepare(lock=True)` took
+    # Written without its vector, which the caller has made after its commit (`embed_later`; PLT-13 allows it).
+    embed_later: bool = False
 
 
 def _source(ctx: RequestContext) -> str:
@@ -116,8 +118,11 @@ async def write(ctx: RequestContext, items: list[Draft], *, started_at: datetime
     for i, item in enumerate(items):
         by_index.setdefault(item.index["id"], []).append(i)
     for positions in by_index.values():
-        vectors = await embed(items[positions[0]].index, [items[i].values["text"] for i in positions])
-        for i, vector in zip(positions, vectors, strict=True):
+        now = [i for i in positions if not items[i].embed_later]
+        if not now:
+            continue
+        vectors = await embed(items[now[0]].index, [items[i].values["text"] for i in now])
+        for i, vector in zip(now, vectors, strict=True):
             items[i].vector = vector
     ids: list[str] = []
     created: list[bool] = []

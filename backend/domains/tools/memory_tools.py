@@ -154,7 +154,10 @@ async def run_search(ctx: RequestContext, index: Mapping[str, Any], arguments: M
 
 
 async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Mapping[str, Any], *,
-                    provenance: dict[str, Any] | None = None) -> str:
+                    provenance: dict[str, Any] | None = None, embed_later: list[str] | None = None) -> str:
+    """The write tool. With `embed_later`, a record of an index that embeds is kept without its vector and its
+    id added to the list, for the caller to embed once its transaction has committed (backend/domains/memory/
+    embed_later)."""
     types = store_types(index)
     kind = arguments.get("type")
     if isinstance(kind, str) and kind not in types:
@@ -178,6 +181,7 @@ async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Ma
     except msgspec.ValidationError as exc:
         raise ValidationFailed(f"Tool arguments are not valid: {exc}", param="arguments") from None
     item = await writes.prepare(ctx, create, source="model", provenance=provenance, prefix="arguments.")
+    item.embed_later = embed_later is not None and bool(index.get("embedding"))
     answer: dict[str, Any]
     replaces = arguments.get("replaces")
     if replaces:
@@ -193,5 +197,7 @@ async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Ma
             ids, _ = await writes.write(ctx, [item])
             answer = {"memory_id": ids[0], "action": "created"}
             confidence = item.values["confidence"]
+    if embed_later is not None and item.embed_later and answer["action"] != "confirmed":
+        embed_later.append(answer["memory_id"])
     answer.update({"type": kind, "confidence": confidence})
     return json.dumps(answer, ensure_ascii=False)

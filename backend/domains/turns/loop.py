@@ -8,6 +8,7 @@ import json
 import time
 from typing import Any
 
+from backend.domains.memory import embed_later
 from backend.domains.tools import service as tools
 from backend.domains.turns import privacy, state_tool
 from backend.domains.turns.inputs import WORKING_STATE_TOOL
@@ -123,11 +124,15 @@ async def _dispatch(turn: Turn, call: ToolCall, arguments: dict[str, Any], call_
         offered = ", ".join([*turn.tools.memory, *([WORKING_STATE_TOOL] if turn.tools.working_state else []),
                              *turn.tools.functions]) or "none"
         return "", f"There is no tool named {call.name!r} in this turn; offered: {offered}."
+    index = turn.tools.memory[call.name]  # resolved when the turn was accepted
+    unembedded: list[str] = []  # the model does not wait for the record's vector: it is made after the commit
     try:
         output = await tools.call(ctx, call.name, arguments, turn.body.timezone,
-                                  provenance={**turn.provenance, "item_id": call_item_id},
-                                  index=turn.tools.memory[call.name])  # resolved when the turn was accepted
+                                  provenance={**turn.provenance, "item_id": call_item_id}, index=index,
+                                  embed_later=unembedded)
         await ctx.db.commit()
+        if unembedded:
+            embed_later.soon(ctx.db, ctx.org_id, index, unembedded)
         return output, None
     except PolicyDenied as denied:
         await ctx.db.rollback()
