@@ -280,14 +280,22 @@ async def insert_keyed(db: AsyncSession, row: dict[str, Any]) -> bool:
     return (await db.execute(stmt)).first() is not None
 
 
+def _same_words(shared: bool) -> Prepared:
+    owner = R.c.subject.is_(None) if shared else R.c.subject == bindparam("subject", type_=Text)
+    return Prepared(select(R.c.id).where(
+        R.c.org_id == bindparam("org_id", type_=Text), R.c.index_id == bindparam("index_id", type_=Text),
+        R.c.norm_hash == bindparam("norm_hash", type_=Text), owner, R.c.type == bindparam("type", type_=Text),
+        *active_now()).order_by(R.c.id).limit(1).with_for_update())
+
+
+_SAME_WORDS = {True: _same_words(True), False: _same_words(False)}  # a shared record's, a person's
+
+
 async def find_same_words(db: AsyncSession, org_id: str, index_id: str, subject: str | None, type_: str,
                           norm_hash: str) -> str | None:
-    owner = R.c.subject.is_(None) if subject is None else R.c.subject == subject
-    query = (select(R.c.id).where(R.c.org_id == org_id, R.c.index_id == index_id, R.c.norm_hash == norm_hash,
-                                  owner, R.c.type == type_, *active_now())
-             .order_by(R.c.id).limit(1).with_for_update())
-    row = (await db.execute(query)).first()
-    return str(row[0]) if row else None
+    row = await _SAME_WORDS[subject is None].first(db, {"org_id": org_id, "index_id": index_id, "subject": subject,
+                                                        "norm_hash": norm_hash, "type": type_})
+    return str(row["id"]) if row else None
 
 
 async def insert_records(db: AsyncSession, rows: list[dict[str, Any]]) -> None:

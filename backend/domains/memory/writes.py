@@ -183,17 +183,28 @@ async def create(ctx: RequestContext, body: MemoryCreate) -> tuple[dict[str, Any
     """MEM-4. A new record of an index that embeds nothing (the common write) takes two statements: the index
     with the people's locks, then the record, its history version and the erasure check in one."""
     item = await prepare(ctx, body, source=_source(ctx), lock=True)
-    v = item.values
-    if v["key"] is None and not item.index.get("embedding"):
-        check_write(ctx, v["subject"], v["labels"], detail={"index_id": v["index_id"], "type": v["type"],
-                                                           "position": 0})
-        row = await repo.insert_fresh(ctx.db, {**v, "id": new_id("mem")}, actor_type=ctx.actor.type,
-                                      actor_id=ctx.actor.id, people_hashes=item.locked)
-        if row is None:
-            raise erasure.erased_meanwhile()
-        return row, True
+    if in_one_statement(item):
+        return await insert_fresh(ctx, item), True
     ids, created = await write(ctx, [item])
     return (await written(ctx, ids))[0], created[0]
+
+
+def in_one_statement(item: Draft) -> bool:
+    """Whether `insert_fresh` can write the draft: a new record without a key, no vector to make in the request."""
+    return item.values["key"] is None and (item.embed_later or not item.index.get("embedding"))
+
+
+async def insert_fresh(ctx: RequestContext, item: Draft) -> dict[str, Any]:
+    """A draft of `prepare(lock=True)` that is `in_one_statement`: the record, its history version and the check
+    that nobody it names was erased meanwhile (under the locks `prepare` took) in one statement."""
+    v = item.values
+    assert item.locked == _people(ctx, v), "the people's erasure locks are taken by prepare(lock=True)"
+    check_write(ctx, v["subject"], v["labels"], detail={"index_id": v["index_id"], "type": v["type"], "position": 0})
+    row = await repo.insert_fresh(ctx.db, {**v, "id": new_id("mem")}, actor_type=ctx.actor.type,
+                                  actor_id=ctx.actor.id, people_hashes=item.locked)
+    if row is None:
+        raise erasure.erased_meanwhile()
+    return row
 
 
 async def create_batch(ctx: RequestContext, bodies: Sequence[MemoryCreate]) -> tuple[list[dict[str, Any]], list[bool]]:

@@ -180,7 +180,7 @@ async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Ma
         create = msgspec.convert(body, MemoryCreate)
     except msgspec.ValidationError as exc:
         raise ValidationFailed(f"Tool arguments are not valid: {exc}", param="arguments") from None
-    item = await writes.prepare(ctx, create, source="model", provenance=provenance, prefix="arguments.")
+    item = await writes.prepare(ctx, create, source="model", provenance=provenance, prefix="arguments.", lock=True)
     item.embed_later = embed_later is not None and bool(index.get("embedding"))
     answer: dict[str, Any]
     replaces = arguments.get("replaces")
@@ -194,8 +194,11 @@ async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Ma
             answer = {"memory_id": existing["id"], "action": "confirmed"}
             confidence = existing["confidence"]
         else:
-            ids, _ = await writes.write(ctx, [item])
-            answer = {"memory_id": ids[0], "action": "created"}
+            if writes.in_one_statement(item):
+                memory_id = (await writes.insert_fresh(ctx, item))["id"]
+            else:
+                memory_id = (await writes.write(ctx, [item]))[0][0]
+            answer = {"memory_id": memory_id, "action": "created"}
             confidence = item.values["confidence"]
     if embed_later is not None and item.embed_later and answer["action"] != "confirmed":
         embed_later.append(answer["memory_id"])
