@@ -333,10 +333,10 @@ def candidates_params(scope: Scope, half_lives: Mapping[str, float], sel: Select
     return params
 
 
-# Serial (the planner cannot see how few rows pass a floor computed in the same statement and starts parallel
-# workers that cost more than the ranges they read: about 60 to 35 ms per block at 1M records) and custom plans (a
-# generic plan of the prepared statement cannot fold the policy's owner tests against the person's id).
-_SESSION_SETTINGS = "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL plan_cache_mode = force_custom_plan"
+# Serial: the planner cannot see how few rows pass a floor computed in the same statement and starts parallel
+# workers that cost more than the ranges they read (about 60 to 35 ms per block at 1M records). Custom plans, which
+# the statement needs as much, are every connection's (backend/db/engine.py).
+_SESSION_SETTINGS = "SET LOCAL max_parallel_workers_per_gather = 0"
 
 
 async def candidates(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,
