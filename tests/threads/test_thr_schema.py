@@ -29,3 +29,11 @@ def test_thr_schema_migrations_match_models_and_0003_reverses(database_url):
     assert migrate.current_revision(database_url) == "0001"
     migrate.upgrade(database_url)
     assert _drift(database_url) == []
+
+
+def test_thr_7_rare_words_in_messages_are_estimated_from_a_long_list_of_frequent_ones(db):
+    # At 5M messages the default list (100) made the planner walk a week of messages for a rare word (30 ms)
+    # instead of reading its few messages from the word index (3 ms): bench/results/search-5m.md.
+    target = db.execute("SELECT attstattarget FROM pg_attribute WHERE attrelid = 'thread_items'::regclass "
+                        "AND attname = 'tsv'").fetchone()[0]
+    assert target == 300
