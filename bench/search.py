@@ -297,6 +297,7 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     # The same page without snippets: what ts_headline costs, the one piece of the service's work raw lacks
     # that no plan can avoid (it parses every text on the page again).
     bare_sql = text(SAME_PAGE_SQL.replace(SAME_PAGE_HEADLINE, "h.text AS headline"))
+    explain_sql = text("EXPLAIN (ANALYZE, BUFFERS) " + SAME_PAGE_SQL)
     same_params = {"org": org_id, "n": PAGE + 1, "hl": HEADLINE_OPTIONS}
 
     async def raw(q: str) -> int:
@@ -314,6 +315,11 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
         async with owner_sessions() as db, db.begin():
             rows = (await db.execute(bare_sql, {**same_params, "q": q})).all()
             return min(PAGE, len([r for r in rows if r.id is not None]))
+
+    async def same_page_plan(q: str) -> list[str]:
+        """The same-page statement's plan, run once more after the timings (warm, as measured)."""
+        async with owner_sessions() as db, db.begin():
+            return [line for (line,) in (await db.execute(explain_sql, {**same_params, "q": q})).all()]
 
     async def service_page(q: str) -> dict[str, Any]:
         async with sessions() as db, db.begin():  # what the route runs: the request context, then the search
@@ -363,6 +369,7 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
         absolute = row["service_p50"] <= 20 and row["service_p95"] <= 100
         row["ok"] = row["ratio_same"] <= SAME_GOAL and absolute  # issue 16 goal 4: against the same-page statement
         row["ok_raw"] = row["ratio"] <= 1.2 and absolute  # the earlier goal, against the bare tsquery
+        row["plan"] = await same_page_plan(q)
         rows.append(row)
     await http.aclose()
     server.should_exit = True
@@ -441,6 +448,12 @@ def render(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]], meta: dict[s
                 f"{r['raw_hits']}/{r['same_hits']}/{r['service_hits']} | {'yes' if r['ok'] else 'no'} | "
                 f"{'yes' if r['ok_raw'] else 'no'} |")
         lines += ["", *goals(rows)]
+    rows, info = runs[-1]
+    lines += ["", f"## Plans (`EXPLAIN (ANALYZE, BUFFERS)` of the same-page statement after run {len(runs)})", "",
+              "The service's statement has the same shape (`backend/domains/threads/search_sql.py`): the slice's "
+              "bounds in a materialised row, the page of hits read laterally from it."]
+    for r in rows:
+        lines += ["", f"{r['class']} `{r['query']}`:", "", "```", *r["plan"], "```"]
     lines.append("")
     return "\n".join(lines)
 
