@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Admin, AdminToken, ApiKey, Org, table_of
 from backend.db.prepared import Prepared
+from backend.db.tenant import org_was_set, setting_org
 
 KEYS = table_of(ApiKey)
 ORGS = table_of(Org)
@@ -32,7 +33,8 @@ def _split(row: dict[str, Any] | None, *prefixes: str) -> list[dict[str, Any] | 
     return parts
 
 
-_KEY_AND_ORG = select(*_prefixed(KEYS, "k_"), *_prefixed(ORGS, "o_")).select_from(
+# The key's organisation is set for row-level security in the same round trip (backend/db/tenant.py).
+_KEY_AND_ORG = select(*_prefixed(KEYS, "k_"), *_prefixed(ORGS, "o_"), setting_org(KEYS.c.org_id)).select_from(
     KEYS.join(ORGS, ORGS.c.id == KEYS.c.org_id))
 _KEY_BY_SECRET = Prepared(_KEY_AND_ORG.where(KEYS.c.secret_hash == bindparam("secret_hash")))
 _KEY_BY_ID = Prepared(_KEY_AND_ORG.where(KEYS.c.org_id == bindparam("org_id"), KEYS.c.id == bindparam("key_id")))
@@ -45,14 +47,19 @@ _ORG = Prepared(select(*_prefixed(ORGS, "o_")).where(ORGS.c.id == bindparam("org
 
 async def key_by_secret_hash(db: AsyncSession, secret_hash: str) -> tuple[dict[str, Any] | None,
                                                                          dict[str, Any] | None]:
-    """(key row, its organisation's row), or (None, None)."""
-    key, org = _split(await _KEY_BY_SECRET.first(db, {"secret_hash": secret_hash}), "k_", "o_")
-    return key, org
+    """(key row, its organisation's row), or (None, None). A key found has set its organisation."""
+    return _found_key(db, await _KEY_BY_SECRET.first(db, {"secret_hash": secret_hash}))
 
 
 async def key_by_id(db: AsyncSession, org_id: str, key_id: str) -> tuple[dict[str, Any] | None,
                                                                         dict[str, Any] | None]:
-    key, org = _split(await _KEY_BY_ID.first(db, {"org_id": org_id, "key_id": key_id}), "k_", "o_")
+    return _found_key(db, await _KEY_BY_ID.first(db, {"org_id": org_id, "key_id": key_id}))
+
+
+def _found_key(db: AsyncSession, row: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    key, org = _split(row, "k_", "o_")
+    if key is not None:
+        org_was_set(db, key["org_id"])
     return key, org
 
 

@@ -12,11 +12,14 @@ from typing import Any
 
 import psycopg
 import pytest
+from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 
+from backend import contexts
 from backend.db.embedded import app_login_url
-from backend.db.engine import make_engine
+from backend.db.engine import make_engine, make_sessionmaker
 from backend.db.tenant import APP_ROLE
+from backend.errors import Unauthorized
 from tests.helpers import bearer
 
 CONTROL_PLANE = {"orgs", "admins", "admin_tokens", "api_keys"}  # read to find the organisation (decisions.md)
@@ -42,9 +45,9 @@ def _populate(client: Any, org: Any) -> None:
     items and a note, working state, an erasure."""
     org.make_key(["knowledge"])
     index = client.post("/indexes", headers=org.full, json={"name": "notes"}).json()
-    for text in ("Tea, no sugar.", "Flies on Tuesdays."):
+    for words in ("Tea, no sugar.", "Flies on Tuesdays."):
         written = client.post("/memory", headers=bearer(org.key, "anna"),
-                              json={"index_id": index["id"], "type": "fact", "text": text})
+                              json={"index_id": index["id"], "type": "fact", "text": words})
         assert written.status_code == 201, written.text
     thread = client.post("/threads", headers=bearer(org.key, "anna"), json={
         "items": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]}]})
@@ -159,3 +162,44 @@ def test_item_11_full_text_search_keeps_its_index_under_the_policies(db):
     in bench/results/rls.md: the GIN scan came back once it was marked)."""
     assert db.execute("SELECT proleakproof FROM pg_proc WHERE oid = "
                       "'pg_catalog.ts_match_vq(tsvector, tsquery)'::regprocedure").fetchone()[0] is True
+
+
+
+def test_item_11_a_keys_statement_sets_its_organisation_in_its_own_round_trip(org, other_org, settings,
+                                                                               database_url):
+    """A request with a key needs no second round trip for its organisation: the credential's statement sets it,
+    so `for_credential` sends no `set_config` of its own; a key that is not known sets nothing, and an
+    administrator's token still sets its organisation by a statement of its own."""
+    setting = text("SELECT current_setting('core.org_id', true)")
+
+    async def run() -> tuple[Any, int, Any, Any, int]:
+        engine = make_engine(database_url, pool_size=1)
+        sent: list[str] = []
+        event.listen(engine.sync_engine, "before_cursor_execute",
+                     lambda _conn, _cursor, statement, *_rest: sent.append(statement))
+        sessions = make_sessionmaker(engine)
+
+        def settings_sent() -> int:
+            return sum("set_config" in statement for statement in sent)
+
+        try:
+            async with sessions() as db, db.begin():
+                await contexts.for_credential(db, settings, authorization=f"Bearer {other_org.key}")
+                by_key = (await db.execute(setting)).scalar()
+                after_key = settings_sent()
+            async with sessions() as db, db.begin():
+                with pytest.raises(Unauthorized):
+                    await contexts.for_credential(db, settings, authorization=f"Bearer {other_org.key}x")
+                unknown = (await db.execute(setting)).scalar()
+            async with sessions() as db, db.begin():
+                await contexts.for_credential(db, settings, authorization=org.admin["Authorization"])
+                by_admin = (await db.execute(setting)).scalar()
+            return by_key, after_key, unknown, by_admin, settings_sent()
+        finally:
+            await engine.dispose()
+
+    by_key, after_key, unknown, by_admin, after_admin = asyncio.run(run())
+    assert by_key == other_org.org_id
+    assert after_key == 0  # the key's organisation came with its row
+    assert unknown in (None, "")
+    assert (by_admin, after_admin) == (org.org_id, 1)
