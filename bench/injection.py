@@ -1,9 +1,9 @@
 """Benchmark of the injection builder (INJ-13) against the raw SQL that fetches the same candidate rows.
 
-A seeded generator fills one store with 1,000,000 memory records for 10,000 people (Zipf-distributed, 20%
-shared, mixed types, 2% embedded) with COPY, then measures, interleaved in one run, for the median person and
-the heaviest person: the builder (as a turn runs it, without the recall-count write) and one hand-written SQL
-statement returning the same candidate rows; plus the preview route end to end over HTTP.
+The suite's seeded generator (bench/data.py) fills one store with 1,000,000 memory records for 10,000 people
+(Zipf-distributed, 20% shared, mixed types, 2% embedded) with COPY, then measures, interleaved in one run, for the
+median person and the heaviest person: the builder (as a turn runs it, without the recall-count write) and one
+hand-written SQL statement returning the same candidate rows; plus the preview route end to end over HTTP.
 
     make bench-injection        # builds the data set once (kept in .coremem/bench-pg), then measures
     python -m bench.injection --rebuild --repeat 60
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import json
 import os
 import platform
@@ -23,10 +22,11 @@ import random
 import statistics
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import data
 from bench.search import _free_port, percentile, plain, start_database
 
 SEED = 20261203
@@ -36,93 +36,72 @@ SHARED = 0.2
 EMBEDDED = 0.02
 DIMS = 256
 RESULTS = Path(__file__).parent / "results" / "injection.md"
-TYPES = [("fact", 0.40), ("preference", 0.20), ("commitment", 0.10), ("behaviour", 0.05), ("lesson", 0.05),
-         ("episode", 0.05), ("note", 0.15)]
-_WORDS = ("likes prefers works lives meeting invoice holiday coffee tea bank report customer dog cat garden "
-         "moving office salary planning dutch english answer morning evening travel train car bike project "
-         "deadline budget contract email phone call lunch dinner team manager doctor school family")
-WORDS = _WORDS.split()
+ORG_NAME = "BenchInjection"
 
 
-def _text(rng: random.Random) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 18)))
-
-
-def _vector(rng: random.Random) -> str:
-    values = [rng.gauss(0, 1) for _ in range(DIMS)]
-    norm = sum(v * v for v in values) ** 0.5
-    return "[" + ",".join(f"{v / norm:.5f}" for v in values) + "]"
-
-
-def build(url: str, rebuild: bool) -> dict[str, Any]:
+def build_store(url: str, records: int, people: int, *, progress: bool = False) -> dict[str, Any]:
+    """The data set in the organisation ORG_NAME (its old store and records dropped first): one store with hashing
+    embeddings of DIMS dimensions holding `records` records of bench/data.py's mix for `people` people, drawn from
+    SEED, then settled. Returns what `measure` needs: the organisation, the store, the median and the heaviest
+    person (each with her count of records)."""
     import psycopg
 
-    from backend.db import migrate
     from backend.ids import new_id
 
-    migrate.upgrade(url)
-    conn = psycopg.connect(plain(url), autocommit=True)
-    conn.execute("CREATE TABLE IF NOT EXISTS bench_meta (key text PRIMARY KEY, value jsonb)")
-    row = conn.execute("SELECT value FROM bench_meta WHERE key = 'injection'").fetchone()
-    if row and not rebuild and row[0].get("seed") == SEED and row[0].get("records") == RECORDS:
-        print(f"reusing the injection data set ({RECORDS:,} records)")
-        return dict(row[0])
-    rng = random.Random(SEED)
-    started = time.monotonic()
-    old = conn.execute("SELECT id FROM orgs WHERE name = 'BenchInjection'").fetchone()
+    with psycopg.connect(plain(url), autocommit=True) as conn:
+        org_id = _emptied_org(conn)
+        conn.execute("UPDATE orgs SET memory_decay = %s WHERE id = %s",
+                     (json.dumps({"fact": {"half_life_days": 180}, "preference": {"half_life_days": 90}}), org_id))
+        index_id = new_id("idx")
+        conn.execute("INSERT INTO indexes (org_id, id, name, embedding) VALUES (%s, %s, 'store', %s)",
+                     (org_id, index_id, json.dumps({"provider": "hashing", "model": "hashing-v1",
+                                                    "dimensions": DIMS})))
+        if progress:
+            print(f"generating {records:,} records for {people:,} people …", flush=True)
+        mix = data.Mix(data.people(people), SHARED, EMBEDDED, DIMS, numbered_hashes=True)
+        data.write_records(conn, random.Random(SEED), mix, org_id, index_id, records, progress=progress)
+        # As a store that has settled: the visibility map set (index-only scans), no autovacuum during the run.
+        conn.execute("VACUUM (ANALYZE) memory_records")
+        counts = conn.execute("SELECT subject, count(*) FROM memory_records WHERE org_id = %s AND subject IS NOT "
+                              "NULL GROUP BY subject ORDER BY count(*), subject", (org_id,)).fetchall()
+    median_person, heaviest = counts[len(counts) // 2], counts[-1]
+    return {"org_id": org_id, "index_id": index_id, "median": [median_person[0], median_person[1]],
+            "heaviest": [heaviest[0], heaviest[1]]}
+
+
+def _emptied_org(conn: Any) -> str:
+    """ORG_NAME's id, without stores or records; created when missing."""
+    from backend.ids import new_id
+
+    old = conn.execute("SELECT id FROM orgs WHERE name = %s", (ORG_NAME,)).fetchone()
     if old:
         conn.execute("DELETE FROM memory_records WHERE org_id = %s", (old[0],))
         conn.execute("DELETE FROM indexes WHERE org_id = %s", (old[0],))
-        org_id = old[0]
-    else:
-        org_id = new_id("org")
-        conn.execute("INSERT INTO orgs (id, name) VALUES (%s, 'BenchInjection')", (org_id,))
-    conn.execute("UPDATE orgs SET memory_decay = %s WHERE id = %s",
-                 (json.dumps({"fact": {"half_life_days": 180}, "preference": {"half_life_days": 90}}), org_id))
-    index_id = new_id("idx")
-    conn.execute("INSERT INTO indexes (org_id, id, name, embedding) VALUES (%s, %s, 'store', %s)",
-                 (org_id, index_id, json.dumps({"provider": "hashing", "model": "hashing-v1", "dimensions": DIMS})))
-    people = [f"person{n:05d}" for n in range(PEOPLE)]
-    weights = [1 / (rank ** 1.1) for rank in range(1, PEOPLE + 1)]
-    kinds, kind_weights = zip(*TYPES, strict=True)
-    now = datetime.now(UTC).replace(microsecond=0)
-    print(f"generating {RECORDS:,} records for {PEOPLE:,} people …", flush=True)
-    chunk = 100_000
-    owners_all = rng.choices(people, weights=weights, k=RECORDS)
-    for start in range(0, RECORDS, chunk):
-        buffer = io.StringIO()
-        for n in range(start, min(start + chunk, RECORDS)):
-            owner = None if rng.random() < SHARED else owners_all[n]
-            kind = rng.choices(kinds, weights=kind_weights)[0]
-            updated = now - timedelta(days=rng.random() * 365)
-            commitment = episode = None
-            if kind == "commitment":
-                due = (now + timedelta(days=rng.uniform(-10, 60))).isoformat()
-                commitment = json.dumps({"status": "open" if rng.random() < 0.7 else "done", "due_at": due,
-                                         "promised_to": rng.choice(WORDS)})
-            if kind == "episode":
-                episode = json.dumps({"from": updated.isoformat(), "to": (updated + timedelta(minutes=30)).isoformat(),
-                                      "thread_id": "thr_bench", "first_item_id": "itm_bench"})
-            vector = _vector(rng) if rng.random() < EMBEDDED else None
-            fields = [org_id, new_id("mem"), index_id, owner, kind, _text(rng), f"h{n}",
-                      f"{rng.uniform(0.3, 1.0):.3f}", "api", commitment, episode, updated.isoformat(),
-                      updated.isoformat(), vector]
-            buffer.write("\t".join("\\N" if f is None else str(f) for f in fields) + "\n")
-        with conn.cursor() as cur, cur.copy(
-                "COPY memory_records (org_id, id, index_id, subject, type, text, norm_hash, confidence, source, "
-                "commitment, episode, created_at, updated_at, embedding) FROM STDIN") as copy:
-            copy.write(buffer.getvalue())
-        print(f"  {min(start + chunk, RECORDS):,} rows", flush=True)
-    # As a store that has settled: the visibility map set (index-only scans), no autovacuum during the run.
-    conn.execute("VACUUM (ANALYZE) memory_records")
-    counts = conn.execute("SELECT subject, count(*) FROM memory_records WHERE org_id = %s AND subject IS NOT NULL "
-                          "GROUP BY subject ORDER BY count(*)", (org_id,)).fetchall()
-    median_person, heaviest = counts[len(counts) // 2], counts[-1]
-    meta = {"seed": SEED, "records": RECORDS, "org_id": org_id, "index_id": index_id,
-            "median": [median_person[0], median_person[1]], "heaviest": [heaviest[0], heaviest[1]],
+        return str(old[0])
+    org_id = new_id("org")
+    conn.execute("INSERT INTO orgs (id, name) VALUES (%s, %s)", (org_id, ORG_NAME))
+    return org_id
+
+
+def build(url: str, rebuild: bool) -> dict[str, Any]:
+    """The data set at RECORDS records, reused from the database while its seed and size match."""
+    import psycopg
+
+    from backend.db import migrate
+
+    migrate.upgrade(url)
+    with psycopg.connect(plain(url), autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_meta (key text PRIMARY KEY, value jsonb)")
+        row = conn.execute("SELECT value FROM bench_meta WHERE key = 'injection'").fetchone()
+    if row and not rebuild and row[0].get("seed") == SEED and row[0].get("records") == RECORDS:
+        print(f"reusing the injection data set ({RECORDS:,} records)")
+        return dict(row[0])
+    started = time.monotonic()
+    meta = {"seed": SEED, "records": RECORDS, **build_store(url, RECORDS, PEOPLE, progress=True),
             "build_seconds": round(time.monotonic() - started)}
-    conn.execute("INSERT INTO bench_meta VALUES ('injection', %s) ON CONFLICT (key) DO UPDATE SET value = "
-                 "excluded.value", (json.dumps(meta),))
+    with psycopg.connect(plain(url), autocommit=True) as conn:
+        conn.execute("INSERT INTO bench_meta VALUES ('injection', %s) ON CONFLICT (key) DO UPDATE SET value = "
+                     "excluded.value", (json.dumps(meta),))
     print(f"built in {meta['build_seconds']} s", flush=True)
     return meta
 
@@ -170,14 +149,69 @@ def best_sql(commitments: int = 55, behaviour: int = 60, ranked: int = 70) -> st
     return " UNION ALL ".join(sections)
 
 
+def _principal(key_row: dict[str, Any], person: str) -> Any:
+    """The key asking for `person`, as a turn's request is authenticated."""
+    from backend.access.actor import Actor
+    from backend.access.principal import Principal
+    from backend.access.subjects import Subject
+
+    return Principal("key", key_row["org_id"], Actor("key", key_row["id"]), frozenset(key_row["capabilities"]),
+                     Subject(person), key=key_row)
+
+
+async def injection_key(sessions: Any, org_id: str, index_id: str, secret: str) -> tuple[dict[str, Any], str]:
+    """A new key with the store's injection block (as a turn's key): its row and its secret."""
+    from backend.access.actor import Actor
+    from backend.db.tenant import use_org
+    from backend.domains.keys import service as keys_service
+    from shared.schemas.platform import InjectionBlock, KeyCreate, KeyMemoryConfig
+
+    async with sessions() as db, db.begin():
+        await use_org(db, org_id)  # row-level security: as every request's transaction
+        return await keys_service.insert_new_key(
+            db, org_id, KeyCreate(name=f"bench {time.time()}", capabilities=["knowledge", "memory", "management"],
+                                  memory=KeyMemoryConfig(injection=InjectionBlock(index_id=index_id))),
+            Actor("system", "bench"), secret=secret, retention_days=400)
+
+
+async def same_candidates(sessions: Any, owner_sessions: Any, key_row: dict[str, Any], index_id: str,
+                          person: str) -> list[tuple[int, str]]:
+    """The hand-written statement returns exactly the builder's candidates (section and id, in order) for the
+    person: checked before measuring (and by tests/test_bench_baselines.py), so both do the same work. `sessions`
+    act as the application (row-level security), `owner_sessions` as the tables' owner. Returns the candidates."""
+    from backend.access.scope import build_scope
+    from backend.db.prepared import driver_connection
+    from backend.db.tenant import use_org
+    from backend.domains.injection import repository as repo
+    from backend.domains.memory import decay
+    from backend.domains.orgs import repository as orgs_repo
+
+    org_id = key_row["org_id"]
+    async with sessions() as db, db.begin():
+        await use_org(db, org_id)  # row-level security: as every request's transaction
+        org = await orgs_repo.get(db, org_id) or {}
+        scope = build_scope(_principal(key_row, person), org)
+        sel = repo.Selection(index_id, person, [], {}, None)
+        bounds = {"commitments": 55, "behaviour": 60, "about_this_person": 70, "organisation": 70,
+                  "past_sessions": 0}
+        found = await repo.candidates(db, scope, decay.half_lives(org, key_row), sel, bounds,
+                                      repo.Ranking("confidence", None, None))
+    async with owner_sessions() as db, db.begin():
+        driver = await driver_connection(db)
+        async with driver.cursor() as cursor:
+            await cursor.execute(best_sql(), {"org": org_id, "idx": index_id, "p": person})
+            hand = [(row[-1], row[0]) for row in await cursor.fetchall()]
+    sections = list(bounds)
+    mine = [(sections.index(section), row["id"]) for section, rows in found.items() for row in rows]
+    assert mine == hand, f"the hand-written statement differs from the builder's candidates for {person}"
+    return hand
+
+
 async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str, Any]]:
     import httpx
     import uvicorn
 
-    from backend.access.actor import Actor
-    from backend.access.principal import Principal
     from backend.access.scope import build_scope
-    from backend.access.subjects import Subject
     from backend.app import create_app
     from backend.config import Settings
     from backend.db.engine import make_engine, make_sessionmaker
@@ -185,10 +219,8 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     from backend.db.tenant import use_org
     from backend.domains.injection import service
     from backend.domains.injection.config import choose_block
-    from backend.domains.keys import service as keys_service
     from backend.domains.memory import decay
     from backend.domains.orgs import repository as orgs_repo
-    from shared.schemas.platform import InjectionBlock, KeyCreate, KeyMemoryConfig
 
     settings = Settings(database_url=url, data_dir=Path(".coremem"), secret="bench-secret-" + "x" * 24,
                         log_level="WARNING")
@@ -199,12 +231,9 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
     owner_engine = make_engine(url, pool_size=2, app_role=False)
     owner_sessions = make_sessionmaker(owner_engine)
     org_id, index_id = meta["org_id"], meta["index_id"]
+    key_row, secret = await injection_key(sessions, org_id, index_id, settings.secret)
     async with sessions() as db, db.begin():
         await use_org(db, org_id)  # row-level security: as every request's transaction
-        key_row, secret = await keys_service.insert_new_key(
-            db, org_id, KeyCreate(name=f"bench {time.time()}", capabilities=["knowledge", "memory", "management"],
-                                  memory=KeyMemoryConfig(injection=InjectionBlock(index_id=index_id))),
-            Actor("system", "bench"), secret=settings.secret, retention_days=400)
         org = await orgs_repo.get(db, org_id) or {}
     half_lives = decay.half_lives(org, key_row)
 
@@ -233,8 +262,7 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
                 return len(await cursor.fetchall())
 
     async def builder(person: str) -> int:
-        principal = Principal("key", org_id, Actor("key", key_row["id"]), frozenset(key_row["capabilities"]),
-                              Subject(person), key=key_row)
+        principal = _principal(key_row, person)
         async with sessions() as db, db.begin():
             await use_org(db, org_id)  # row-level security: as every request's transaction
             scope = build_scope(principal, org)
@@ -248,32 +276,10 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
         assert response.status_code == 200, response.text
         return len(response.json()["records"])
 
-    async def same_candidates(person: str) -> None:
-        """Before measuring: the hand-written statement returns exactly the builder's candidates, in order."""
-        from backend.domains.injection import repository as repo
-
-        principal = Principal("key", org_id, Actor("key", key_row["id"]), frozenset(key_row["capabilities"]),
-                              Subject(person), key=key_row)
-        async with sessions() as db, db.begin():
-            await use_org(db, org_id)  # row-level security: as every request's transaction
-            scope = build_scope(principal, org)
-            sel = repo.Selection(index_id, person, [], {}, None)
-            bounds = {"commitments": 55, "behaviour": 60, "about_this_person": 70, "organisation": 70,
-                      "past_sessions": 0}
-            found = await repo.candidates(db, scope, half_lives, sel, bounds, repo.Ranking("confidence", None, None))
-        async with owner_sessions() as db, db.begin():
-            driver = await driver_connection(db)
-            async with driver.cursor() as cursor:
-                await cursor.execute(statement, {"org": org_id, "idx": index_id, "p": person})
-                hand = [(row[-1], row[0]) for row in await cursor.fetchall()]
-        sections = list(bounds)
-        mine = [(sections.index(section), row["id"]) for section, rows in found.items() for row in rows]
-        assert mine == hand, f"the hand-written statement differs from the builder's candidates for {person}"
-
     modes = {"raw": raw, "builder": builder, "preview": preview}
     who = {"median": meta["median"][0], "heaviest": meta["heaviest"][0]}
     for person in who.values():
-        await same_candidates(person)
+        await same_candidates(sessions, owner_sessions, key_row, index_id, person)
     timings: dict[tuple[str, str], list[float]] = {(w, m): [] for w in who for m in modes}
     results: dict[tuple[str, str], int] = {}
     for person in who.values():

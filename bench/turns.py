@@ -1,8 +1,9 @@
 """Turn overhead benchmark (TRN-1, issue 12): POST /responses end to end against a scripted model, compared with
 the injection builder alone.
 
-A seeded generator fills one organisation with 100,000 memory records (2,000 people, Zipf 1.1, 20% shared, mixed
-types, 2% embedded) and 10,000 threads (about 170,000 items) with COPY; the index and the key go through the API.
+A seeded generator fills one organisation with 100,000 memory records (bench/data.py's: 2,000 people, Zipf 1.1, 20%
+shared, mixed types, 2% embedded) and 10,000 threads (about 170,000 items) with COPY; the index and the key go
+through the API.
 The product runs as users start it (`coremem serve`, one process); the scripted OpenAI-compatible server of the
 tests (tests/model_server.py) answers at once from a thread of this process. For the median and the heaviest
 person (by records), interleaved in one run:
@@ -49,19 +50,20 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.http import REPO, InvalidRun, Server, _copy_text, _free_port, _load, _revision, plain, start_server
+from bench import data
+from bench.http import REPO, InvalidRun, Server, _free_port, _load, _revision, plain, start_server
 from bench.http import _bootstrap as bootstrap
-from bench.injection import DIMS, TYPES, WORDS, _text, _vector
 from bench.lean_http import LeanClient
 from bench.search import percentile
 
 SEED = 20261205
-DATA_VERSION = 2
+DATA_VERSION = 3  # 3: the records from bench/data.py (its order of draws, not the text before the vector)
 RECORDS = 100_000
 THREADS = 10_000
 RECORDS_PER_PERSON = 50  # people = records / 50 (2,000 at the full size)
 SHARED = 0.2
 EMBEDDED = 0.02
+DIMS = 256
 SHARED_THREADS = 0.1
 OWN_THREADS = 120  # threads of 20 items each measured person has (continue turns go round them)
 HISTORY = 20
@@ -119,42 +121,6 @@ def _copy(conn: Any, table: str, columns: str, rows: io.StringIO) -> None:
         copy.write(rows.getvalue())
 
 
-def _records(conn: Any, rng: random.Random, org_id: str, index_id: str, people: list[str], count: int) -> None:
-    """The memory records, with the columns and values POST /memory writes (bench/injection.py's mix of types)."""
-    from backend.domains.memory.rules import norm_hash
-    from backend.ids import new_id
-
-    weights = [1 / (rank ** 1.1) for rank in range(1, len(people) + 1)]
-    kinds, kind_weights = zip(*TYPES, strict=True)
-    now = datetime.now(UTC).replace(microsecond=0)
-    owners = rng.choices(people, weights=weights, k=count)
-    columns = ("org_id, id, index_id, subject, type, text, norm_hash, metadata, labels, confidence, source, "
-               "verified, tags, priority, commitment, episode, created_at, updated_at, embedding")
-    chunk = 20_000
-    for start in range(0, count, chunk):
-        buffer = io.StringIO()
-        for n in range(start, min(start + chunk, count)):
-            owner = None if rng.random() < SHARED else owners[n]
-            kind = rng.choices(kinds, weights=kind_weights)[0]
-            updated = now - timedelta(days=rng.random() * 365)
-            commitment = episode = None
-            if kind == "commitment":
-                due = (now + timedelta(days=rng.uniform(-10, 60))).isoformat()
-                commitment = json.dumps({"status": "open" if rng.random() < 0.7 else "done", "due_at": due,
-                                         "promised_to": rng.choice(WORDS)})
-            if kind == "episode":
-                episode = json.dumps({"from": updated.isoformat(), "to": (updated + timedelta(minutes=30)).isoformat(),
-                                      "thread_id": "thr_bench", "first_item_id": "itm_bench"})
-            text = _text(rng)
-            vector = _vector(rng) if rng.random() < EMBEDDED else None
-            fields = [org_id, new_id("mem"), index_id, owner, kind, text, norm_hash(text), "{}", "{}",
-                      f"{rng.uniform(0.3, 1.0):.3f}", "api", "f", "{}", "normal", commitment, episode,
-                      updated.isoformat(), updated.isoformat(), vector]
-            buffer.write("\t".join("\\N" if f is None else _copy_text(str(f)) for f in fields) + "\n")
-        _copy(conn, "memory_records", columns, buffer)
-        print(f"  records: {min(start + chunk, count):,}", flush=True)
-
-
 def _item_body(role: str, text: str) -> str:
     """A message as the thread stores it (the ItemIn conversion `threads.rules.item_rows` does)."""
     import msgspec
@@ -173,7 +139,7 @@ def _threads(conn: Any, rng: random.Random, org_id: str, people: list[str], meas
     owned Zipf-like by everyone (10% shared) and hold 2 to 30 items. Returns the measured people's threads."""
     from backend.ids import new_id
 
-    weights = [1 / (rank ** 1.1) for rank in range(1, len(people) + 1)]
+    weights = data.zipf_weights(len(people))
     now = datetime.now(UTC).replace(microsecond=0)
     plan: list[tuple[str | None, int, datetime]] = []
     for person in measured:
@@ -196,11 +162,11 @@ def _threads(conn: Any, rng: random.Random, org_id: str, people: list[str], meas
                                      last.isoformat()]) + "\n")
             for position in range(1, length + 1):
                 role = "user" if position % 2 else "assistant"
-                text = _text(rng)
+                text = data.text(rng)
                 at = (opened + timedelta(minutes=position)).isoformat()
                 items.write("\t".join([org_id, thread_id, str(position), new_id("itm"), "message", role,
-                                       owner or "\\N", "\\N", _copy_text(_item_body(role, text)), _copy_text(text),
-                                       at]) + "\n")
+                                       owner or "\\N", "\\N", data.copy_text(_item_body(role, text)),
+                                       data.copy_text(text), at]) + "\n")
         _copy(conn, "threads", thread_columns, threads)
         _copy(conn, "thread_items", item_columns, items)
         print(f"  threads: {min(start + 2_000, len(plan)):,}", flush=True)
@@ -247,8 +213,9 @@ def build(url: str, logs: Path, rebuild: bool, records: int, threads: int) -> di
         product.stop()
     conn.execute("UPDATE orgs SET memory_decay = %s WHERE id = %s",
                  (json.dumps({"fact": {"half_life_days": 180}, "preference": {"half_life_days": 90}}), org_id))
-    people = [f"person{n:05d}" for n in range(max(records // RECORDS_PER_PERSON, 10))]
-    _records(conn, rng, org_id, index_id, people, records)
+    people = data.people(max(records // RECORDS_PER_PERSON, 10))
+    data.write_records(conn, rng, data.Mix(people, SHARED, EMBEDDED, DIMS), org_id, index_id, records, chunk=20_000,
+                       progress=True)
     # The versions POST /memory would have written for the bulk.
     conn.execute("""INSERT INTO memory_versions (org_id, record_id, version, at, action, actor_type, actor_id, text,
                         metadata, labels, confidence, tags, priority, expires_at, status, verified, commitment)
