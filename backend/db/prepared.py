@@ -2,8 +2,12 @@
 
 Building a SQLAlchemy statement, computing its cache key and running it through an execution context costs
 tenths of a millisecond of Python per call. A `Prepared` statement is built and compiled once, at import or
-once per shape, and each call hands psycopg the SQL text and the named values. Parameters named with
+once per shape, and each call hands psycopg the SQL text and the values. Parameters named with
 `bindparam("name")` are the caller's; anything else the statement carries (literals) is fixed at compile time.
+
+The SQL is compiled with PostgreSQL's own `$1` placeholders and run on a raw cursor, which sends it as it is:
+psycopg's ordinary cursor parses `%(name)s` placeholders out of the text on every call and caches that parse only
+for statements under 4 KiB, and the injection builder's statement is 19 KiB (0.39 ms of parsing per turn).
 """
 
 from __future__ import annotations
@@ -11,17 +15,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from psycopg import AsyncRawCursor
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlalchemy.ext.asyncio import AsyncSession
 
-_DIALECT = PGDialect_psycopg()
+_DIALECT = PGDialect_psycopg(paramstyle="numeric_dollar")
 
 
 class Prepared:
-    """One statement as psycopg takes it: SQL text with `%(name)s` placeholders and its fixed values."""
+    """One statement as PostgreSQL takes it: SQL text with `$n` placeholders, the name behind each, and its fixed
+    values."""
 
     def __init__(self, statement: Any) -> None:
         compiled = statement.compile(dialect=_DIALECT)
@@ -29,11 +35,13 @@ class Prepared:
         if any(b.expanding for b in binds):  # `IN (…)` of a list is expanded per call; write `= ANY(array)`
             raise ValueError("a prepared statement cannot hold an expanding IN; use `= ANY(:array)`")
         self.sql: str = compiled.string
+        self.order: tuple[str, ...] = tuple(compiled.positiontup or ())
         self.names = frozenset(b.key for b in binds if not b.unique)
         self.constants = {name: value for name, value in compiled.params.items() if name not in self.names}
         self.json_names = frozenset(b.key for b in binds if isinstance(b.type, JSONB))
 
-    def values(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    def values(self, params: Mapping[str, Any]) -> list[Any]:
+        """The values in placeholder order (`$1` first)."""
         missing = self.names - params.keys()
         if missing:
             raise KeyError(f"statement parameters not given: {sorted(missing)}")
@@ -41,12 +49,12 @@ class Prepared:
         for name in self.json_names:
             if bound.get(name) is not None and not isinstance(bound[name], Jsonb):
                 bound[name] = Jsonb(bound[name])
-        return bound
+        return [bound[name] for name in self.order]
 
     async def all(self, db: AsyncSession, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every row as a dict, in this session's transaction."""
         driver = await driver_connection(db)
-        async with driver.cursor(row_factory=dict_row) as cursor:
+        async with AsyncRawCursor(driver, row_factory=dict_row) as cursor:
             await cursor.execute(self.sql, self.values(params))
             return await cursor.fetchall() if cursor.description else []
 

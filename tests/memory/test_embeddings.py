@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import psycopg
 import pytest
 
 from backend.providers.embeddings import HashingEmbeddings
@@ -136,7 +137,7 @@ def search_plan(mem: Mem, client: Any, db: Any, monkeypatch: pytest.MonkeyPatch,
         db.execute("SET LOCAL enable_seqscan = off")
         if not sorts:
             db.execute("SET LOCAL enable_sort = off")
-        return [row[0] for row in db.execute("EXPLAIN " + statement.sql, statement.values(params))]
+        return [row[0] for row in psycopg.RawCursor(db).execute("EXPLAIN " + statement.sql, statement.values(params))]
 
 
 def test_mem_13_under_row_level_security_a_search_fetches_its_hits_by_primary_key(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import psycopg
 from sqlalchemy import text as sql_text
 
 from tests.helpers import assert_error, bearer
@@ -137,7 +138,8 @@ def test_mem_6_stats_are_one_index_only_pass_for_administrators_and_people(mem: 
         with db.transaction():
             db.execute("SET LOCAL enable_seqscan = off")
             db.execute("SET LOCAL enable_bitmapscan = off")
-            plan = "\n".join(r[0] for r in db.execute("EXPLAIN " + statement.sql, statement.values(params)))
+            plan = "\n".join(r[0] for r in psycopg.RawCursor(db).execute("EXPLAIN " + statement.sql,
+                                                                          statement.values(params)))
         assert "Index Only Scan using ix_memory_records_stats" in plan, f"{who}:\n{plan}"
         assert "Seq Scan on memory_records" not in plan and "Index Scan using" not in plan, f"{who}:\n{plan}"
 

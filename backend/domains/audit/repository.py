@@ -5,27 +5,35 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sqlalchemy import and_, func, insert, select, text
+from sqlalchemy import Text, and_, bindparam, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import AuditEvent, table_of
+from backend.db.prepared import Prepared
 from backend.db.tenant import every_org_id, use_org
 from shared.schemas.platform import AuditQuery
 
 T = table_of(AuditEvent)
 
 
+# The append path runs in every audited request, so its statements are compiled once (backend/db/prepared.py).
+_LOCK = Prepared(text("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || :org_id, 0))")
+                 .bindparams(bindparam("org_id", type_=Text)))
+_HEAD = Prepared(select(T.c.seq, T.c.hash).where(T.c.org_id == bindparam("org_id", type_=Text))
+                 .order_by(T.c.seq.desc()).limit(1))
+_INSERT = Prepared(insert(T).values({column.name: bindparam(column.name, type_=column.type) for column in T.c}))
+
+
 async def lock_chain_head(db: AsyncSession, org_id: str) -> tuple[int, str] | None:
-    # One writer per organisation's chain at a time: the lock lasts until the transaction ends.
-    await db.execute(text("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || :org, 0))"), {"org": org_id})
-    row = (await db.execute(
-        select(T.c.seq, T.c.hash).where(T.c.org_id == org_id).order_by(T.c.seq.desc()).limit(1)
-    )).first()
-    return (int(row[0]), str(row[1])) if row else None
+    # One writer per organisation's chain at a time: the lock lasts until the transaction ends. The head is read by
+    # a statement of its own, after the lock is held: its snapshot then sees the previous writer's event.
+    await _LOCK.all(db, {"org_id": org_id})
+    row = await _HEAD.first(db, {"org_id": org_id})
+    return (int(row["seq"]), str(row["hash"])) if row else None
 
 
 async def insert_event(db: AsyncSession, row: dict[str, Any]) -> None:
-    await db.execute(insert(T).values(**row))
+    await _INSERT.all(db, row)
 
 
 async def list_events(db: AsyncSession, org_id: str, f: AuditQuery, subject_hash: str | None, *,
