@@ -10,7 +10,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.context import RequestContext
 from backend.access.scope import Scope
-from backend.domains.indexes import repository as indexes_repo
 from backend.domains.injection import repository as repo
 from backend.domains.injection.block import SECTIONS, Block, Candidate, Limits, build_block
 from backend.domains.injection.config import ChosenBlock, choose_block
@@ -82,11 +81,10 @@ async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], ch
     block_cfg = chosen.block
     if block_cfg is None or chosen.reason is not None:
         return Built(None, chosen.reason, block_cfg.index_id if block_cfg else None, 0, [])
-    index = await indexes_repo.get(db, scope, block_cfg.index_id)
+    index, sections = await stores_repo.index_and_sections(db, scope, block_cfg.index_id)
     if index is None:
         return Built(None, "index_missing", block_cfg.index_id, 0, [])
-    settings_row = await stores_repo.get(db, scope.org_id, block_cfg.index_id)
-    store = effective_sections(settings_row["sections"] if settings_row else None, max_budget)
+    store = effective_sections(sections, max_budget)
     budget = min(block_cfg.budget_tokens, store.injection.budget_tokens or max_budget, max_budget)
     person = scope.subject_id
     sel = repo.Selection(block_cfg.index_id, person, block_cfg.types, block_cfg.metadata, block_cfg.min_confidence,
