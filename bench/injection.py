@@ -174,6 +174,51 @@ async def injection_key(sessions: Any, org_id: str, index_id: str, secret: str) 
             Actor("system", "bench"), secret=secret, retention_days=400)
 
 
+# The builder's bounds per section with the default block and store (the count limit or inject limit plus the
+# repository's slack), which `best_sql()`'s defaults spell out by hand.
+BOUNDS = {"commitments": 55, "behaviour": 60, "about_this_person": 70, "organisation": 70, "past_sessions": 0}
+
+
+async def plans(sessions: Any, owner_sessions: Any, key_row: dict[str, Any], index_id: str,
+                person: str) -> dict[str, list[str]]:
+    """`EXPLAIN (ANALYZE, BUFFERS)` of the builder's candidates statement (as the builder runs it: row-level
+    security, no parallel workers, custom plans) and of the hand-written statement, for the report."""
+    from psycopg import AsyncRawCursor
+
+    from backend.access.scope import build_scope
+    from backend.db.prepared import driver_connection
+    from backend.db.tenant import use_org
+    from backend.domains.injection import repository as repo
+    from backend.domains.memory import decay
+    from backend.domains.orgs import repository as orgs_repo
+
+    org_id = key_row["org_id"]
+    async with sessions() as db, db.begin():
+        await use_org(db, org_id)
+        org = await orgs_repo.get(db, org_id) or {}
+        scope = build_scope(_principal(key_row, person), org)
+        half_lives = decay.half_lives(org, key_row)
+        sel = repo.Selection(index_id, person, [], {}, None)
+        ranking = repo.Ranking("confidence", None, None)
+        sections = [section for section, bound in BOUNDS.items() if bound > 0]
+        statement = repo.candidates_statement(scope, half_lives, sel, sections, ranking)
+        params = repo.candidates_params(scope, half_lives, sel, BOUNDS, sections, ranking)
+        driver = await driver_connection(db)
+        await driver.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        async with AsyncRawCursor(driver) as cursor:
+            await cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement.sql,
+                                 statement.values({name: params[name] for name in statement.names}))
+            builder = [row[0] for row in await cursor.fetchall()]
+    async with owner_sessions() as db, db.begin():
+        driver = await driver_connection(db)
+        await driver.execute(SETTINGS)
+        async with driver.cursor() as cursor:
+            await cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + best_sql(), {"org": org_id, "idx": index_id,
+                                                                              "p": person})
+            hand = [row[0] for row in await cursor.fetchall()]
+    return {"builder": builder, "hand-written": hand}
+
+
 async def same_candidates(sessions: Any, owner_sessions: Any, key_row: dict[str, Any], index_id: str,
                           person: str) -> list[tuple[int, str]]:
     """The hand-written statement returns exactly the builder's candidates (section and id, in order) for the
@@ -192,8 +237,7 @@ async def same_candidates(sessions: Any, owner_sessions: Any, key_row: dict[str,
         org = await orgs_repo.get(db, org_id) or {}
         scope = build_scope(_principal(key_row, person), org)
         sel = repo.Selection(index_id, person, [], {}, None)
-        bounds = {"commitments": 55, "behaviour": 60, "about_this_person": 70, "organisation": 70,
-                  "past_sessions": 0}
+        bounds = BOUNDS
         found = await repo.candidates(db, scope, decay.half_lives(org, key_row), sel, bounds,
                                       repo.Ranking("confidence", None, None))
     async with owner_sessions() as db, db.begin():
@@ -305,6 +349,7 @@ async def measure(url: str, meta: dict[str, Any], repeat: int) -> list[dict[str,
         row["ratio95"] = row["builder_p95"] / row["raw_p95"]
         row["ok"] = row["ratio50"] <= 1.3 and row["ratio95"] <= 1.5
         row["load"] = os.getloadavg()
+        row["plans"] = await plans(sessions, owner_sessions, key_row, index_id, person)
         rows.append(row)
     await http.aclose()
     server.should_exit = True
@@ -359,7 +404,12 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any], repeat: int) -> str
                      f"{r['builder_p50']:.2f} | {r['builder_p95']:.2f} | {r['ratio50']:.2f}× | {r['ratio95']:.2f}× | "
                      f"{r['preview_p50']:.2f} | {r['preview_p95']:.2f} | {r['builder_n']} |")
     lines += ["", "## Goals", "", *goals(rows), "",
-              f"Run at {datetime.now(UTC).isoformat(timespec='seconds')}.", ""]
+              f"Run at {datetime.now(UTC).isoformat(timespec='seconds')}.", "",
+              "## Plans (`EXPLAIN (ANALYZE, BUFFERS)`, run once more after the timings)"]
+    for r in rows:
+        for name, plan in r["plans"].items():
+            lines += ["", f"{name}, {r['who']} person ({r['person']}):", "", "```", *plan, "```"]
+    lines.append("")
     return "\n".join(lines)
 
 
