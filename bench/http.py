@@ -619,7 +619,13 @@ def same_without_rls(product: Server, unprotected_product: Server, meta: dict[st
             answers = [http.get(server.base + s.path, headers=person) for server in (product, unprotected_product)]
             if any(a.status_code != 200 for a in answers):
                 raise InvalidRun(f"{s.path} answered {[a.status_code for a in answers]}")
-            _same(f"({s.name}) with and without row-level security", answers[0].json(), answers[1].json())
+            bodies = [answer.json() for answer in answers]
+            if s.path == "/key":
+                # `last_used_at` is when each database's key was last used: the copy was made before the product's
+                # first request of this run stamped the original's, so that moment alone may differ.
+                for body in bodies:
+                    body.pop("last_used_at")
+            _same(f"({s.name}) with and without row-level security", *bodies)
 
 
 # ---------------------------------------------------------------- the run
