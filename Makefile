@@ -98,9 +98,14 @@ bench-extraction: $(STAMP)
 bench-admin: $(STAMP)
 	$(BIN)/python -m bench.admin
 
-# Every goal that has a benchmark, each printing PASS or FAIL with its numbers (docs/performance.md).
-bench: bench-injection bench-packing bench-vector bench-search bench-writes bench-export bench-http bench-turns \
-	bench-embed bench-dashboard bench-rls bench-extraction bench-admin
+# Every benchmark in turn, each printing PASS or FAIL per goal with its numbers (docs/performance.md); a failing goal
+# does not stop the run, a benchmark that breaks does (after the others ran). Then the goals table of all reports,
+# bench/results/summary.md.
+BENCHES := injection packing vector search writes export http turns embed dashboard rls extraction admin
+bench: $(STAMP)
+	@broken=""; for name in $(BENCHES); do $(MAKE) --no-print-directory bench-$$name || broken="$$broken $$name"; \
+	done; $(BIN)/python -m bench.summary $(BENCHES); \
+	if [ -n "$$broken" ]; then echo "benchmarks that broke:$$broken"; exit 1; fi
 
 clean:
 	rm -rf $(VENV) .coremem .pytest_cache .mypy_cache .ruff_cache

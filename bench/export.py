@@ -237,10 +237,10 @@ def main() -> None:
         *lines, "",
         f"Baseline: an export of zero rows (interpreter, polars, pyarrow, SQLAlchemy loaded) peaks at "
         f"{base['peak_rss_mib']:.0f} MiB.", "",
-        f"- Peak RSS at {sizes[-1]:,} / at {sizes[0]:,}: {rss_ratio:.2f} (goal ≤ 1.5): "
-        f"{'met' if rss_ratio <= 1.5 else 'NOT met'}.",
-        f"- Throughput at {sizes[-1]:,} vs COPY: {throughput:.0%} (goal ≥ 50%): "
-        f"{'met' if throughput >= 0.5 else 'NOT met'}; rounds {large['ratios'][0]:.0%}–{large['ratios'][-1]:.0%}.",
+        f"- {'PASS' if rss_ratio <= 1.5 else 'FAIL'}: peak RSS at {sizes[-1]:,} / at {sizes[0]:,}: {rss_ratio:.2f} "
+        "(goal ≤ 1.5)",
+        f"- {'PASS' if throughput >= 0.5 else 'FAIL'}: throughput at {sizes[-1]:,} vs COPY: {throughput:.0%} "
+        f"(goal ≥ 50%; rounds {large['ratios'][0]:.0%}–{large['ratios'][-1]:.0%})",
         "",
     ])
     args.results.parent.mkdir(parents=True, exist_ok=True)

@@ -87,3 +87,26 @@ def test_inj_13_hand_written_statement_returns_the_builders_candidates(database_
     monkeypatch.setattr(injection, "best_sql", lambda: right(ranked=69))
     with pytest.raises(AssertionError, match="differs from the builder's candidates"):
         asyncio.run(_candidates(database_url, meta, meta["median"][0]))
+
+
+def test_the_goals_table_reads_every_way_a_report_writes_a_goal() -> None:
+    """`make bench` ends with bench/summary.py's table: a goal line in any of the reports' forms is read, with its
+    verdict and numbers, and nothing else is (a benchmark whose goals were not read would vanish from the table)."""
+    from bench import summary
+
+    report = "\n".join([
+        "# A report", "", "| mode | p50 |", "| --- | ---: |", "| PASS-through | 1.0 |",
+        "- PASS: builder p50 9.64 ms (goal ≤ 10 ms)",
+        "- FAIL: batch 6,093 records/s = 0.39× COPY's 15,805 (goal ≥ 0.5×)",
+        "PASS goal 3 recall@10, median person: 0.997 (≥ 0.95)",
+        "- plan pass over 100,000 threads: 61 ms — goal <= 1 s: PASS",
+        "- platform time per window p50: 31.0 ms — goal <= 30 ms: FAIL",
+        "Goals (issue 13): overhead p50 <= 30 ms; plan pass over 100k threads <= 1 s.",
+    ])
+    assert summary.goals(report) == [
+        ("PASS", "builder p50 9.64 ms (goal ≤ 10 ms)"),
+        ("FAIL", "batch 6,093 records/s = 0.39× COPY's 15,805 (goal ≥ 0.5×)"),
+        ("PASS", "goal 3 recall@10, median person: 0.997 (≥ 0.95)"),
+        ("PASS", "plan pass over 100,000 threads: 61 ms — goal <= 1 s"),
+        ("FAIL", "platform time per window p50: 31.0 ms — goal <= 30 ms"),
+    ]
