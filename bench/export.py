@@ -6,7 +6,8 @@ subprocess of its own through `export_to_file` (backend/domains/exports/to_file.
 export records`), which reports its rows, seconds and peak RSS (`getrusage(RUSAGE_SELF).ru_maxrss`); an export
 of zero rows gives the baseline of an interpreter with everything imported. In the same run, interleaved with the
 exports (`--rounds`, 5 by default: one sample is noise on a shared machine), `COPY (SELECT <the same columns>) TO
-STDOUT` reads the same rows, for the throughput goal (export ≥ 50% of COPY's rows/s, medians).
+STDOUT` reads the same rows, for the throughput goal (export ≥ 50% of COPY's rows/s, medians). After the timings
+the report shows the `EXPLAIN (ANALYZE, BUFFERS)` of the statements both read at the larger size (`take_plans`).
 
     make bench-export                 # builds the data set once (kept in .coremem/bench-export-pg)
     python -m bench.export --rebuild
@@ -32,6 +33,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from bench.plans import Plan, explain_sync, failed, section
 
 SEED = 20261203
 SIZES = (100_000, 1_000_000)
@@ -141,9 +144,8 @@ def run_child(url: str, org_id: str, out: str, empty: bool = False) -> dict[str,
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def copy_baseline(url: str, org_id: str) -> dict[str, Any]:
-    """`COPY (SELECT the export's columns, typed) TO STDOUT` of the same rows, read and dropped."""
-    import psycopg
+def baseline_sql(org_id: str) -> str:
+    """The SELECT of the COPY baseline: the export's columns, typed, with its values written in."""
     from sqlalchemy.dialects import postgresql
 
     from backend.access.policy import Requester
@@ -153,7 +155,14 @@ def copy_baseline(url: str, org_id: str) -> dict[str, Any]:
 
     scope = Scope(org_id, Requester(None, {}), None, (), unrestricted=True)
     query = repository.record_rows(scope, {}, MemoryQuery())
-    sql = str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+    return str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+
+
+def copy_baseline(url: str, org_id: str) -> dict[str, Any]:
+    """`COPY (SELECT the export's columns, typed) TO STDOUT` of the same rows, read and dropped."""
+    import psycopg
+
+    sql = baseline_sql(org_id)
     with psycopg.connect(plain(url)) as conn, conn.cursor() as cur:
         started = time.perf_counter()
         size = 0
@@ -163,6 +172,58 @@ def copy_baseline(url: str, org_id: str) -> dict[str, Any]:
         seconds = time.perf_counter() - started
         rows = cur.rowcount
     return {"rows": rows, "seconds": seconds, "bytes": size}
+
+
+def take_plans(url: str, org_id: str) -> dict[str, Plan]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the statements an export and a COPY of `org_id`'s records read, once after the
+    timings. The export's as `CsvBlocks.open` runs them: its statements built by `service.for_org` as the
+    child's export builds them and compiled as `CsvBlocks` compiles them, on a connection of their own as
+    coremem_app in a REPEATABLE READ, READ ONLY transaction with the organisation set (row-level security),
+    parameters quoted in by a client-side cursor. EXPLAIN takes the SELECT inside a `COPY (…) TO STDOUT`, not the
+    COPY itself; the SELECT is what the COPY plans and runs."""
+    import asyncio
+
+    import psycopg
+    from psycopg.types.json import JsonbDumper
+
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.db.tenant import APP_ROLE
+    from backend.domains.exports import service
+    from shared.schemas.memory import MemoryQuery
+
+    async def build() -> tuple[Any, Any, str, Any]:
+        engine = make_engine(url, pool_size=1)  # the application's role, as `export_to_file`'s
+        try:
+            async with make_sessionmaker(engine)() as db, db.begin():
+                export = await service.for_org(db, org_id, "records", records=MemoryQuery())
+            conninfo = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+            return export.count(), export.rows(), conninfo, engine.dialect
+        finally:
+            await engine.dispose()
+
+    counting, rows, conninfo, dialect = asyncio.run(build())
+    plans: dict[str, Plan] = {}
+    with psycopg.connect(conninfo, options=f"-c role={APP_ROLE}") as conn:
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        conn.execute("SELECT set_config('core.org_id', %s, true)", (org_id,))
+        cursor = psycopg.ClientCursor(conn)
+        cursor.adapters.register_dumper(dict, JsonbDumper)
+        for label, query in (
+                ("export, the count: `exports.repository.record_count`, the rows counted in the export's snapshot "
+                 "before its COPY starts (`CsvBlocks.open`'s first statement, a pass over the organisation's "
+                 "records)", counting),
+                ("export, the rows: `exports.repository.record_rows`, the SELECT inside the export's `COPY (…) TO "
+                 "STDOUT WITH (FORMAT csv)`, every record with its columns typed for the file; where the export's "
+                 "database time goes", rows)):
+            compiled = query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+            plans[label] = explain_sync(cursor, compiled.string, compiled.params)
+        conn.rollback()
+    with psycopg.connect(plain(url)) as conn, conn.cursor() as cursor:
+        plans["COPY, its SELECT: `baseline_sql` (bench/export.py: `record_rows` compiled with its values written "
+              "in), as `copy_baseline` runs it: the tables' owner, a superuser, so no policy applies"] = \
+            explain_sync(cursor, baseline_sql(org_id))
+        conn.rollback()
+    return plans
 
 
 def main() -> None:
@@ -219,6 +280,10 @@ def main() -> None:
                          f"({', '.join(f'{x:.0%}' for x in ratios)}) |")
             print(lines[-1], flush=True)
     load = ", ".join(f"{x:.2f}" for x in load_before), ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    try:
+        plans = take_plans(url, meta["orgs"][str(sizes[-1])])
+    except Exception as exc:  # the timings stand without their plans
+        plans = failed(exc)
     small, large = results[sizes[0]], results[sizes[-1]]
     rss_ratio = large["peak_rss_mib"] / small["peak_rss_mib"]
     throughput = large["rate"] / large["copy_rate"]
@@ -242,6 +307,10 @@ def main() -> None:
         f"- {'PASS' if throughput >= 0.5 else 'FAIL'}: throughput at {sizes[-1]:,} vs COPY: {throughput:.0%} "
         f"(goal ≥ 50%; rounds {large['ratios'][0]:.0%}–{large['ratios'][-1]:.0%})",
         "",
+        *section(plans, f"At {sizes[-1]:,} records (the throughput goal's size), after the timings: the export's "
+                 "statements as `CsvBlocks.open` runs them (a connection of its own as `coremem_app` with the "
+                 "organisation set, REPEATABLE READ, READ ONLY), the COPY's as `copy_baseline` runs it (the owner). "
+                 "EXPLAIN takes the SELECT inside `COPY (…) TO STDOUT`, not the COPY."),
     ])
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(report)

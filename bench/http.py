@@ -21,7 +21,8 @@ every round; what they wrote is deleted before and after the run. Before measuri
 compared with the product's (same JSON; for the write, the same stored rows), and every wrk run counts each
 answer whose status is not the expected one: one such answer, a socket error or a "Non-2xx or 3xx responses"
 line makes the run invalid (exit code 2). Goals are reported PASS/FAIL; a failed goal still exits 0 (this is a
-report, not a test).
+report, not a test). After the timings the report shows the `EXPLAIN (ANALYZE, BUFFERS)` of the statements each
+scenario runs (`take_plans`, bench/plans.py).
 
     make bench-http                  # builds the data set once (kept in .coremem/bench-http-pg)
     python -m bench.http --quick     # one round of 2 s per scenario, for development
@@ -33,7 +34,9 @@ Results are printed and written to bench/results/http.md. Not part of `make test
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import functools
 import io
 import json
 import os
@@ -49,10 +52,13 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from bench.plans import Plan, Wanted, exactly, explain_text, failed, rolled_back, section, starting
 
 SEED = 20261204
 DATA_VERSION = 2
@@ -628,6 +634,107 @@ def same_without_rls(product: Server, unprotected_product: Server, meta: dict[st
             _same(f"({s.name}) with and without row-level security", *bodies)
 
 
+# ---------------------------------------------------------------- plans
+
+def _lists_page(sql: str) -> bool:
+    """`repository.list_page`'s statement: a page of memory_records, newest id first."""
+    return sql.startswith("SELECT memory_records.") and "ORDER BY memory_records.id DESC" in sql
+
+
+async def take_plans(url: str, unprotected_url: str, meta: dict[str, Any], logs: Path) -> dict[str, Plan]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the statements each scenario runs, once after the timings (bench/plans.py).
+    The product's as its routes run them (`contexts.for_credential`, then the route's service call) on the
+    application's role with the key's organisation set, each statement explained where it runs, in a transaction
+    rolled back; (c0) … (f0) the same on the copy without row-level security. The baselines' statements as the
+    baseline runs them (the tables' owner), each in a transaction rolled back."""
+    import hashlib
+
+    import msgspec
+
+    from backend import contexts
+    from backend.access import repository as access
+    from backend.config import settings_from_env
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.domains.keys import service as keys
+    from backend.domains.memory import reads, writes
+    from backend.domains.memory import repository as memory
+    from backend.domains.memory.rules import norm_hash
+    from backend.domains.threads import searching
+    from backend.ids import new_id
+    from backend.params import Page
+    from bench.http_baseline import HEADLINE_OPTIONS, KEY_SQL, MEMORY_SQL, SEARCH_PAGE, SEARCH_SQL, WRITE_SQL
+    from shared.schemas.memory import MemoryCreate, MemoryQuery
+    from shared.schemas.threads import ItemSearchQuery
+
+    settings = settings_from_env({**os.environ, "CORE_DATABASE_URL": url, "CORE_DATA_DIR": str(logs),
+                                  "CORE_SECRET": SECRET})  # as `start_product` starts the product
+    person = json.dumps({"id": PERSON})
+    credential = Wanted("the credential: `access.repository._KEY_BY_SECRET`, the key and its organisation by the "
+                        "hash of the secret, setting the organisation for row-level security; GET /key's only "
+                        "statement and the first of every request", exactly(access._KEY_BY_SECRET.sql))
+    page = Wanted(f"the page: `memory.repository.list_page`, her records and the shared ones, newest id first, "
+                  f"{PAGE} + 1 rows; the route's one statement after the credential", _lists_page)
+    search = Wanted("the search: `threads.search_sql.search_items`, the 7-day slice and the page of hits with "
+                    "their snippets in one statement; the route's one statement after the credential",
+                    starting("WITH bounds AS MATERIALIZED"))
+    index = Wanted("the index: `memory.repository.index_for_write`, the store with the erasure locks of the people "
+                   "the record names", lambda sql: sql.startswith("SELECT indexes.")
+                   and "pg_advisory_xact_lock_shared" in sql)
+    insert = Wanted("the write: `memory.repository._INSERT_FRESH`, the record and its history version in one "
+                    "statement; the route's main statement", exactly(memory._INSERT_FRESH.sql))
+
+    async def own_key(ctx: Any) -> None:
+        keys.own_key(ctx)
+
+    async def memory_page(ctx: Any) -> None:
+        await reads.list_records(ctx, msgspec.convert({"index_id": meta["index_id"]}, MemoryQuery),
+                                 Page(None, PAGE))
+
+    async def thread_search(ctx: Any) -> None:
+        await searching.search(ctx, msgspec.convert({"q": meta["word"]}, ItemSearchQuery), Page())
+
+    async def write(ctx: Any) -> None:
+        await writes.create(ctx, msgspec.convert({"index_id": meta["writes_index_id"], "type": "fact",
+                                                  "text": WRITE_TEXT}, MemoryCreate))
+
+    async def request(db: Any, key: str, subject: str | None, route: Callable[[Any], Awaitable[None]]) -> None:
+        ctx = await contexts.for_credential(db, settings, authorization=f"Bearer {meta[key]}", subject_header=subject)
+        await route(ctx)
+
+    routes = [("c", "key", None, [credential], own_key), ("d", "key", person, [page], memory_page),
+              ("e", "key", person, [search], thread_search), ("f", "writes_key", person, [index, insert], write)]
+    by_scenario: dict[str, dict[str, Plan]] = {}
+    for database, suffix in ((url, ""), (unprotected_url, "0")):
+        engine = make_engine(database, pool_size=1)  # the application's role, as `coremem serve`'s
+        try:
+            for name, key, subject, wanted, route in routes:
+                by_scenario[name + suffix] = await rolled_back(
+                    make_sessionmaker(engine), wanted, functools.partial(request, key=key, subject=subject,
+                                                                         route=route))
+        finally:
+            await engine.dispose()
+    owner = make_engine(url, pool_size=1, app_role=False)  # as bench/http_baseline.py's engine
+    try:
+        sessions = make_sessionmaker(owner)
+        key_hash, writer_hash = (hashlib.sha256(meta[k].encode()).hexdigest() for k in ("key", "writes_key"))
+        baselines = {
+            "b-key": ("KEY_SQL", KEY_SQL, {"h": key_hash}),
+            "b-memory": ("MEMORY_SQL", MEMORY_SQL, {"h": key_hash, "person": PERSON, "idx": meta["index_id"],
+                                                    "n": PAGE + 1}),
+            "b-search": ("SEARCH_SQL", SEARCH_SQL, {"h": key_hash, "person": PERSON, "q": meta["word"],
+                                                    "hl": HEADLINE_OPTIONS, "n": SEARCH_PAGE + 1}),
+            "g": ("WRITE_SQL", WRITE_SQL, {"h": writer_hash, "person": PERSON, "id": new_id("mem"),
+                                           "idx": meta["writes_index_id"], "type": "fact", "text": WRITE_TEXT,
+                                           "norm_hash": norm_hash(WRITE_TEXT)}),
+        }
+        for name, (constant, sql, params) in baselines.items():
+            label = f"the bare handler's one statement, `{constant}` (bench/http_baseline.py)"
+            by_scenario[name] = {label: await explain_text(sessions, sql, params)}
+    finally:
+        await owner.dispose()
+    return {f"({s.name}) {label}": plan for s in scenarios(meta) for label, plan in by_scenario.get(s.name, {}).items()}
+
+
 # ---------------------------------------------------------------- the run
 
 @dataclass
@@ -685,7 +792,7 @@ BASELINE_OF = {"a": None, "b-key": None, "b-memory": None, "b-search": None, "c"
                "e": "b-search", "f": "g", "g": None, "c0": None, "d0": None, "e0": None, "f0": None}
 
 
-def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
+def render(results: Results, meta: dict[str, Any], info: dict[str, Any], plans: dict[str, Plan]) -> str:
     from bench.http_baseline import STATEMENTS
 
     plan = scenarios(meta)
@@ -756,7 +863,14 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
                         ("search", "b-search: `SEARCH_SQL` (`:n` = 21, `:hl` = the route's ts_headline options)"),
                         ("write", "g: `WRITE_SQL`")):
         lines += ["", f"### {label}", "", "```sql", STATEMENTS[name].strip(), "```"]
-    lines.append("")
+    lines += ["", *section(plans, "Taken once after the timings, against the same databases. The product's "
+                            "statements as its routes run them (`contexts.for_credential`, then the route's service "
+                            "call: `keys.own_key`, `reads.list_records`, `searching.search`, `writes.create`) on the "
+                            "application's role with the key's organisation set, each explained where the route "
+                            "runs it (bench/plans.py), in a transaction rolled back; (c0) … (f0) the same on the "
+                            "copy without row-level security. The key's `last_used_at` UPDATE is left out: it runs "
+                            "at most once a minute per key. The baselines' statements as the baseline runs them "
+                            "(the tables' owner), each in a transaction rolled back. (a) runs no statement.")]
     return "\n".join(lines)
 
 
@@ -839,7 +953,11 @@ def main() -> None:
         for server in servers:
             if server.process.poll() is not None:
                 raise InvalidRun(f"the {server.name} exited during the run:\n{server.tail()}")
-        report = render(results, meta, info)
+        try:
+            plans = asyncio.run(take_plans(url, unprotected_url, meta, logs))
+        except Exception as exc:  # the timings stand without their plans
+            plans = failed(exc)
+        report = render(results, meta, info, plans)
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(report)
         print()

@@ -19,7 +19,8 @@ Each turn is timed over HTTP from request to answer; only answers with 201 and `
 expected output) count. The model's time is the trace's `model_ms` (GET /responses/{id}: the provider call,
 including the OpenAI SDK's own work and the loopback round trip); platform time is total minus that. Between
 runs the data set is put back as built (threads, items, responses, usage and records written by turns removed;
-the record a tool turn writes is deleted right after its turn, untimed).
+the record a tool turn writes is deleted right after its turn, untimed). After the timings the report shows the
+`EXPLAIN (ANALYZE, BUFFERS)` of the statements a continue turn of the median person runs (`Bench.plans`).
 
     make bench-turns                                  # builds the data set once (.coremem/bench-turns-pg)
     python -m bench.turns --records 5000 --threads 500 --repeat 5 --out /tmp/turns.md   # a smoke run
@@ -54,6 +55,7 @@ from bench import data
 from bench.http import REPO, InvalidRun, Server, _free_port, _load, _revision, plain, start_server
 from bench.http import _bootstrap as bootstrap
 from bench.lean_http import LeanClient
+from bench.plans import Plan, Wanted, exactly, failed, rolled_back, section, starting
 from bench.search import percentile
 
 SEED = 20261205
@@ -391,6 +393,7 @@ class Bench:
         from backend.db.engine import make_engine, make_sessionmaker
 
         self.meta = meta
+        self.url = url
         self.model = model
         self.meter = meter
         self.settings = settings_from_env(product_env(url, logs))
@@ -559,6 +562,58 @@ class Bench:
                 print(f"round {rep + 1}/{repeat}: p50 so far (platform / build ms): {line}", flush=True)
         return results
 
+    async def plans(self, who: str) -> dict[str, Plan]:
+        """EXPLAIN (ANALYZE, BUFFERS) of the statements a continue turn of `who` spends its database time in, once
+        after the timings (bench/plans.py): the turn as `turns.service.run` runs it (`accept`: the thread checked,
+        the input kept; `prepare`: the history read, the memory block built; the model's round, from the scripted
+        server; `finish`: the answer kept, the recall counts), for the same key, person and input, on the
+        application's role with the key's organisation set, each statement explained where the turn runs it. In
+        one transaction, rolled back, where the route commits between its steps."""
+        import msgspec
+
+        from backend import contexts
+        from backend.db.engine import make_engine, make_sessionmaker
+        from backend.domains.memory import repository as memory
+        from backend.domains.turns import loop
+        from backend.domains.turns import service as turns
+        from shared.schemas.turns import ResponseCreate
+
+        person = self.meta["who"][who]["person"]
+        body = msgspec.convert(self.body("continue", who, person), ResponseCreate)
+        wanted = [
+            Wanted("the thread: `threads.repository.get_thread`, the continued thread with what the request may do "
+                   "in it (`accept`, through `threads.service.visible_thread`)", starting("SELECT threads.")),
+            Wanted("the items' INSERT: `threads.repository.insert_items` (`_INSERT_ITEMS`), the input appended to "
+                   "the thread (`accept`; `finish` keeps the answer with the same statement)",
+                   starting("INSERT INTO thread_items")),
+            Wanted("the history: `threads.repository.list_items`, the thread's items before the input, newest "
+                   "first, which the model is sent (`prepare`)", lambda sql: sql.startswith("SELECT thread_items.")
+                   and "ORDER BY thread_items.position DESC" in sql),
+            Wanted(f"the memory block's candidates: `injection.repository.candidates_statement`, every section of "
+                   f"the block in one statement, as `injection.service.build` runs it in `prepare` (and in the "
+                   f"build timed alone) for {person} and the turn's input; the statement the build spends its time in",
+                   starting("SELECT candidates.")),
+            Wanted("the recall counts: `memory.repository._BUMP_RECALL`, the injected records' recall_count "
+                   "(`finish`, through `injection.service.count_recalls`)", exactly(memory._BUMP_RECALL.sql)),
+        ]
+
+        async def turn(db: Any) -> None:
+            self.model.reset()
+            self.model.reply(REPLY)
+            ctx = await contexts.for_credential(db, self.settings, authorization=f"Bearer {self.meta['key']}",
+                                                subject_header=json.dumps({"id": person}))
+            accepted = await turns.accept(turns.with_user(ctx, body.user), body, None)
+            assert not isinstance(accepted, dict), "no Idempotency-Key: never a replay"
+            await turns.prepare(accepted)
+            await loop.run(accepted)
+            await turns.finish(accepted, None)
+
+        engine = make_engine(self.url, pool_size=1)  # the application's role, as `coremem serve`'s
+        try:
+            return await rolled_back(make_sessionmaker(engine), wanted, turn)
+        finally:
+            await engine.dispose()
+
     async def one(self, results: Results, who: str, person: str, mode: str, keep: bool) -> None:
         sample: Sample | None
         wrong = None
@@ -594,11 +649,17 @@ async def measure(url: str, meta: dict[str, Any], logs: Path, repeat: int, warmu
         load_before = _load()
         try:
             results = await bench.run(repeat, warmup)
+            load_after = _load()
+            try:
+                plans = await bench.plans("median")
+            except Exception as exc:  # the timings stand without their plans
+                plans = failed(exc)
         finally:
             await bench.close()
         if product.process.poll() is not None:
             raise InvalidRun(f"the product exited during the run:\n{product.tail()}")
-        return results, {"load_before": load_before, "load_after": _load(), "cpu_measured": meter.available}
+        return results, {"load_before": load_before, "load_after": load_after, "cpu_measured": meter.available,
+                         "plans": plans}
     finally:
         model_server.should_exit = True
         model_thread.join(timeout=10)
@@ -751,7 +812,13 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
         lines += ["", "## Wrong answers", ""]
         for (who, mode), reasons in sorted(results.wrong.items()):
             lines.append(f"- {who} {mode}: {len(reasons)} (first: {reasons[0]})")
-    lines.append("")
+    median = meta["who"]["median"]["person"]
+    lines += ["", *section(info["plans"], f"A continue turn of the median person ({median}), after the timings, in "
+                           "the benchmark's process with the product's code: `accept`, `prepare`, the model's round "
+                           "(the scripted server) and `finish`, as `turns.service.run` runs them for the same key, "
+                           "person and input, on the application's role with the key's organisation set, each "
+                           "statement explained where the turn runs it (bench/plans.py). In one transaction rolled "
+                           "back (the route commits between its steps).")]
     return "\n".join(lines)
 
 

@@ -11,6 +11,9 @@ with a key holding `memory` and the memory write rule. Interleaved in one run, t
     raw     one transaction on a pooled connection: the chain's advisory lock and head, INSERT of the record,
             INSERT of its history version, INSERT of the audit event with its hash, COMMIT
 
+After the timings the report shows the `EXPLAIN (ANALYZE, BUFFERS)` of the statements batch, single and raw spend
+their time in (`take_plans`, bench/plans.py).
+
     make bench-writes
 """
 
@@ -26,10 +29,12 @@ import platform
 import statistics
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.plans import Plan, Wanted, exactly, explaining, failed, rolled_back, section, starting
 from bench.search import _free_port, percentile, plain, start_database
 
 BATCH = 1000
@@ -68,7 +73,8 @@ def setup(url: str) -> dict[str, Any]:
     return {"org_id": org_id, "index_id": index_id}
 
 
-async def measure(url: str, meta: dict[str, Any], rounds: int, singles: int) -> dict[str, list[float]]:
+async def measure(url: str, meta: dict[str, Any], rounds: int,
+                  singles: int) -> tuple[dict[str, list[float]], dict[str, Plan]]:
     import httpx
     import uvicorn
 
@@ -184,11 +190,97 @@ async def measure(url: str, meta: dict[str, Any], rounds: int, singles: int) -> 
     await http.aclose()
     server.should_exit = True
     runner.join(timeout=10)
+    try:
+        plans = await take_plans(url, settings, index_id, secret, raw)
+    except Exception as exc:  # the timings stand without their plans
+        plans = failed(exc)
     await engine.dispose()
-    return samples
+    return samples, plans
 
 
-def render(s: dict[str, list[float]], rounds: int, singles: int) -> str:
+def _batch_plans() -> list[Wanted]:
+    from backend.domains.memory import bulk
+
+    return [
+        Wanted("batch, the records' INSERT: `memory.bulk._MOVE`, INSERT … SELECT of the 1,000 rows the batch "
+               "COPYed into its temporary staging table, under row-level security (the policy's WITH CHECK on every "
+               "row); with the versions' INSERT, most of the batch's database time", exactly(bulk._MOVE)),
+        Wanted("batch, the history versions' INSERT: `memory.repository.snapshot_versions`, one version per new "
+               "record, copied from memory_records", starting("INSERT INTO memory_versions")),
+        Wanted("batch, the records read back for the answer: `memory.repository.get_many`, the 1,000 new records "
+               "by id (`= ANY`) with their effective confidence", lambda sql: sql.startswith("SELECT memory_records.")
+               and "memory_records.id = any(" in sql),
+    ]
+
+
+def _single_plans() -> list[Wanted]:
+    from backend.access import repository as access
+    from backend.domains.memory import repository as memory
+
+    return [
+        Wanted("single, the credential: `access.repository._KEY_BY_SECRET`, the key and its organisation by the "
+               "hash of the secret, setting the organisation for row-level security (every request's first "
+               "statement)", exactly(access._KEY_BY_SECRET.sql)),
+        Wanted("single, the index: `memory.repository.index_for_write`, the store the record goes to with the erasure "
+               "locks of the people it names, one round trip", lambda sql: sql.startswith("SELECT indexes.")
+               and "pg_advisory_xact_lock_shared" in sql),
+        Wanted("single, the write: `memory.repository._INSERT_FRESH`, the record and its history version in one "
+               "statement, refused if a person it names was erased meanwhile; the route's main statement",
+               exactly(memory._INSERT_FRESH.sql)),
+    ]
+
+
+RAW_PLANS = [
+    Wanted("raw, the record's INSERT (the baseline's hand-written statement in `raw()`)",
+           starting("INSERT INTO memory_records")),
+    Wanted("raw, the history version's INSERT … SELECT (hand-written, `raw()`)",
+           starting("INSERT INTO memory_versions")),
+    Wanted("raw, the audit event's INSERT (hand-written, `raw()`)", starting("INSERT INTO audit_events")),
+]
+
+
+async def take_plans(url: str, settings: Any, index_id: str, secret: str,
+                     raw: Callable[[], Awaitable[float]]) -> dict[str, Plan]:
+    """The plans of the statements batch, single and raw spend their time in, each explained where it runs
+    (bench/plans.py). The batch and the single write run as their routes run them, on the application's role
+    with the key's organisation set (row-level security), in transactions rolled back; raw runs once more as it
+    was timed (it commits; what EXPLAIN ANALYZE wrote is rolled back to a savepoint first)."""
+    import msgspec
+
+    from backend import contexts
+    from backend.db.engine import make_engine, make_sessionmaker
+    from backend.domains.memory import writes
+    from shared.schemas.memory import MemoryCreate
+
+    def body(n: int) -> Any:
+        return msgspec.convert({"index_id": index_id, "type": "fact", "text": _text(n)}, MemoryCreate)
+
+    async def batch(ctx: Any) -> None:  # POST /memory/batch's handler
+        await writes.create_batch(ctx, [body(n) for n in range(BATCH)])
+
+    async def single(ctx: Any) -> None:  # POST /memory's handler
+        await writes.create(ctx, body(BATCH))
+
+    async def as_the_route(db: Any, operation: Callable[[Any], Awaitable[None]]) -> None:
+        ctx = await contexts.for_credential(db, settings, authorization=f"Bearer {secret}",
+                                            subject_header='{"id": "writer"}')
+        await operation(ctx)
+
+    engine = make_engine(url, pool_size=1)  # the application's role, as the API's
+    try:
+        sessions = make_sessionmaker(engine)
+        found = await rolled_back(sessions, _batch_plans(), lambda db: as_the_route(db, batch))
+        found["copy, the baseline's COPY"] = ("no plan: EXPLAIN does not take COPY … FROM STDIN (the rows go "
+                                              "straight into memory_records, without a plan)")
+        found.update(await rolled_back(sessions, _single_plans(), lambda db: as_the_route(db, single)))
+    finally:
+        await engine.dispose()
+    with explaining(RAW_PLANS) as plans:
+        await raw()
+    return {**found, **plans}
+
+
+def render(s: dict[str, list[float]], rounds: int, singles: int, plans: dict[str, Plan]) -> str:
     batch, copy = statistics.median(s["batch"]), statistics.median(s["copy"])
     single50, raw50 = statistics.median(s["single"]), statistics.median(s["raw"])
     ratio = batch / copy
@@ -217,7 +309,14 @@ def render(s: dict[str, list[float]], rounds: int, singles: int) -> str:
         f"- {'PASS' if batch >= 20_000 else 'FAIL'}: batch {batch:,.0f} records/s end to end (goal ≥ 20,000)",
         f"- {'PASS' if single_ratio <= 1.5 else 'FAIL'}: single POST /memory p50 {single50:.2f} ms = "
         f"{single_ratio:.2f}× the raw transaction's {raw50:.2f} ms (goal ≤ 1.5×)", "",
-        f"Run at {datetime.now(UTC).isoformat(timespec='seconds')}.", ""])
+        f"Run at {datetime.now(UTC).isoformat(timespec='seconds')}.", "",
+        *section(plans, "Taken after the timings: the batch (1,000 records) and the single write as their routes run "
+                 "them (`contexts.for_credential`, then `writes.create_batch` / `writes.create`) on the application's "
+                 "role with the key's organisation set, in transactions rolled back; raw as `raw()` runs it once "
+                 "more (it commits, as each timed round did). Each statement is explained where the operation runs "
+                 "it (bench/plans.py), its EXPLAIN ANALYZE inside a savepoint rolled back before the statement "
+                 "itself runs. POST /memory and POST /memory/batch append no audit event (the raw baseline does)."),
+    ])
 
 
 def main() -> None:
@@ -230,8 +329,8 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     url, _server = start_database(Path(".coremem/bench-pg"))
     meta = setup(url)
-    samples = asyncio.run(measure(url, meta, args.rounds, args.singles))
-    report = render(samples, args.rounds, args.singles)
+    samples, plans = asyncio.run(measure(url, meta, args.rounds, args.singles))
+    report = render(samples, args.rounds, args.singles, plans)
     print(report)
     RESULTS.write_text(report)
 
