@@ -140,54 +140,36 @@ def measure_stats(server: Server, boot: dict[str, Any], meta: dict[str, Any], wa
 
 
 def explain(url: str, meta: dict[str, Any]) -> str:
-    """EXPLAIN (ANALYZE, BUFFERS) of every statement `repository.counts` runs for an administrator, as the API
-    runs it (the application's role, the organisation set for row-level security)."""
-    import psycopg
-
+    """EXPLAIN (ANALYZE, BUFFERS) of the statement `repository.counts` runs for an administrator, taken where the API
+    runs it (bench/plans.py: the application's role, the organisation set for row-level security, the prepared
+    statement's own text and parameters)."""
     from backend.access.actor import Actor
     from backend.access.principal import Principal
     from backend.access.scope import build_scope
     from backend.db.engine import make_engine, make_sessionmaker
-    from backend.db.prepared import driver_connection
     from backend.db.tenant import use_org
     from backend.domains.memory import decay
     from backend.domains.memory import repository as repo
     from backend.domains.orgs import repository as orgs_repo
+    from bench.plans import Wanted, rolled_back
     from shared.schemas.memory import MemoryQuery
 
-    captured: list[tuple[str, Any]] = []
-    original = psycopg.AsyncCursor.execute
+    wanted = [Wanted("The counts statement", lambda sql: "memory_records" in sql)]
 
-    async def spy(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        captured.append((query, params))
-        return await original(self, query, params, **kwargs)
+    async def count(db: Any) -> None:
+        await use_org(db, meta["org_id"])
+        org = await orgs_repo.get(db, meta["org_id"]) or {}
+        admin = Principal("admin", meta["org_id"], Actor("admin", "bench"), frozenset(), None, admin={"role": "admin"})
+        await repo.counts(db, build_scope(admin, org), decay.half_lives(org, None), MemoryQuery())
 
     async def go() -> str:
         engine = make_engine(url, pool_size=1)
-        out: list[str] = []
         try:
-            async with make_sessionmaker(engine)() as db, db.begin():
-                await use_org(db, meta["org_id"])
-                org = await orgs_repo.get(db, meta["org_id"]) or {}
-                admin = Principal("admin", meta["org_id"], Actor("admin", "bench"), frozenset(), None,
-                                  admin={"role": "admin"})
-                scope = build_scope(admin, org)
-                psycopg.AsyncCursor.execute = spy  # type: ignore[method-assign]
-                try:
-                    await repo.counts(db, scope, decay.half_lives(org, None), MemoryQuery())
-                finally:
-                    psycopg.AsyncCursor.execute = original  # type: ignore[method-assign]
-                driver = await driver_connection(db)
-                for query, params in captured:
-                    if "memory_records" not in str(query):
-                        continue
-                    async with driver.cursor() as cursor:
-                        await cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + str(query), params)
-                        plan = "\n".join(r[0] for r in await cursor.fetchall())
-                    out.append(f"```sql\n{str(query).strip()}\n```\n\n```text\n{plan}\n```")
+            plans = await rolled_back(make_sessionmaker(engine), wanted, count)
         finally:
             await engine.dispose()
-        return "\n\n".join(out)
+        plan = plans[wanted[0].label]
+        return plan if isinstance(plan, str) else "```text\n" + "\n".join(plan) + "\n```"
 
     return asyncio.run(go())
 
