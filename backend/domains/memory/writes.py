@@ -12,6 +12,7 @@ import msgspec
 
 from backend.access.context import RequestContext
 from backend.access.labels import check_labels
+from backend.db.plan_mode import let_key_checks_keep_plans
 from backend.domains.audit.service import subject_hash
 from backend.domains.erasure import guard as erasure
 from backend.domains.indexes import repository as indexes
@@ -124,6 +125,7 @@ async def write(ctx: RequestContext, items: list[Draft], *, started_at: datetime
         vectors = await embed(items[now[0]].index, [items[i].values["text"] for i in now])
         for i, vector in zip(now, vectors, strict=True):
             items[i].vector = vector
+    await let_key_checks_keep_plans(ctx.db)
     ids: list[str] = []
     created: list[bool] = []
     fresh: list[dict[str, Any]] = []
@@ -200,6 +202,7 @@ async def insert_fresh(ctx: RequestContext, item: Draft) -> dict[str, Any]:
     v = item.values
     assert item.locked == _people(ctx, v), "the people's erasure locks are taken by prepare(lock=True)"
     check_write(ctx, v["subject"], v["labels"], detail={"index_id": v["index_id"], "type": v["type"], "position": 0})
+    await let_key_checks_keep_plans(ctx.db)
     row = await repo.insert_fresh(ctx.db, {**v, "id": new_id("mem")}, actor_type=ctx.actor.type,
                                   actor_id=ctx.actor.id, people_hashes=item.locked)
     if row is None:

@@ -1,0 +1,27 @@
+"""Which plans a transaction's statements get.
+
+The application's connections plan every statement for its values (`plan_cache_mode = force_custom_plan`,
+backend/db/engine.py): reads need it, since a generic plan cannot fold the scope's tests against the person
+asking. A write is the exception. Each row it writes into a table with a foreign key runs PostgreSQL's check of
+that key (`org_id = $1 AND id = $2` on the referenced table), and planned for its values that check trusts the
+table's statistics about the organisation. An organisation they do not know yet (created, or grown, since the
+last ANALYZE of a large table) is estimated at no rows, so any index that starts with `org_id` looks free and
+the check reads every record of the organisation behind it instead of one primary-key entry: at 22,000 records
+of a new organisation beside a million of another, 1.9 ms per check and 1.9 s for the history versions of a
+1,000-record batch (bench/results/writes.md). The check's generic plan takes the primary key, and a plan kept for
+it is not made again for every row.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.prepared import driver_connection
+
+
+async def let_key_checks_keep_plans(db: AsyncSession) -> None:
+    """Until this transaction ends, statements (the foreign-key checks among them) may keep a generic plan
+    (`plan_cache_mode = auto`). For transactions that write records; the connection's setting is back at the next
+    transaction."""
+    driver = await driver_connection(db)
+    await driver.execute("SET LOCAL plan_cache_mode = auto")
