@@ -8,7 +8,7 @@ table's statistics about the organisation. An organisation they do not know yet 
 last ANALYZE of a large table) is estimated at no rows, so any index that starts with `org_id` looks free and
 the check reads every record of the organisation behind it instead of one primary-key entry: at 22,000 records
 of a new organisation beside a million of another, 1.9 ms per check and 1.9 s for the history versions of a
-1,000-record batch (bench/results/writes.md). The check's generic plan takes the primary key, and a plan kept for
+1,000-record batch (docs/performance.md, section 5). The check's generic plan takes the primary key, and a plan kept for
 it is not made again for every row.
 """
 
