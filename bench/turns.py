@@ -731,7 +731,7 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
         f"and heaviest {meta['who']['heaviest']['person']} ({meta['who']['heaviest']['records']:,} records).",
         f"Machine: **a shared {info['cores']}-core machine**, {info['cpu']}, {info['python']}, {info['postgres']} "
         f"(embedded, pgserver). Load average {info['load_before']} before, {info['load_after']} after"
-        + (": other workers were running tests at the same time, so absolute times are inflated and noisy (the "
+        + (": above the core count, so other work shared the machine and absolute times are inflated and noisy (the "
            "build and the turns were interleaved, so their ratio is fairer; CPU times below leave out the waiting "
            "for a CPU)" if busy else "") + f". Product at {info['revision']}. Run {info['at']}.",
         f"Method: `python -m bench.turns{info['args']}`. The product is `coremem serve` (one process, one worker); the "
