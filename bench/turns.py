@@ -574,6 +574,7 @@ class Bench:
         from backend import contexts
         from backend.db.engine import make_engine, make_sessionmaker
         from backend.domains.memory import repository as memory
+        from backend.domains.threads import repository as threads_repo
         from backend.domains.turns import loop
         from backend.domains.turns import service as turns
         from shared.schemas.turns import ResponseCreate
@@ -583,9 +584,9 @@ class Bench:
         wanted = [
             Wanted("the thread: `threads.repository.get_thread`, the continued thread with what the request may do "
                    "in it (`accept`, through `threads.service.visible_thread`)", starting("SELECT threads.")),
-            Wanted("the items' INSERT: `threads.repository.insert_items` (`_INSERT_ITEMS`), the input appended to "
-                   "the thread (`accept`; `finish` keeps the answer with the same statement)",
-                   starting("INSERT INTO thread_items")),
+            Wanted("the items' append: `threads.repository.append_items` (`_APPEND`), the thread's next positions "
+                   "taken and the input inserted there in one statement (`accept`; `finish` keeps the answer with "
+                   "the same statement)", exactly(threads_repo._APPEND.sql)),
             Wanted("the history: `threads.repository.list_items`, the thread's items before the input, newest "
                    "first, which the model is sent (`prepare`)", lambda sql: sql.startswith("SELECT thread_items.")
                    and "ORDER BY thread_items.position DESC" in sql),

@@ -107,6 +107,12 @@ def fingerprint(config: Mapping[str, Any] | None) -> str | None:
     return f"{config['provider']}/{config['model']}/{int(config['dimensions'])}"
 
 
+def made_at_once(config: Mapping[str, Any] | None) -> bool:
+    """Whether the setting's vectors cost only microseconds of this process (`hashing`): a write then makes its
+    vector in its own statement, where a provider that asks a server or runs a model may leave it for later."""
+    return config is not None and config.get("provider") == "hashing"
+
+
 def provider_for(config: Mapping[str, Any] | None) -> EmbeddingProvider | None:
     """The provider an index's `embedding` setting names, or None for an index that does not embed."""
     if not config:

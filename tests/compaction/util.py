@@ -4,7 +4,6 @@ the items of turns are written through the threads repository with the turn's re
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import text
@@ -39,19 +38,15 @@ def turn(n: int) -> list[dict[str, Any]]:
 
 async def _write(db: Any, org_id: str, thread_id: str, items: list[dict[str, Any]], response_id: str,
                  subject: str | None) -> list[dict[str, Any]]:
-    reserved = await threads.reserve_positions(db, org_id, thread_id, len(items))
-    assert reserved is not None
-    first, _ = reserved
-    at = datetime.now(UTC)
     rows = []
-    for offset, item in enumerate(items):
+    for item in items:
         body = {k: v for k, v in item.items() if k != "type"}
         text = body.get("content") if item["type"] == "message" else None
-        rows.append({"org_id": org_id, "thread_id": thread_id, "position": first + offset, "id": new_id("itm"),
-                     "type": item["type"], "role": item.get("role"), "subject": subject, "response_id": response_id,
-                     "body": body, "text": text if isinstance(text, str) else None,
-                     "created_at": at + timedelta(microseconds=offset)})
-    return await threads.insert_items(db, rows)
+        rows.append({"id": new_id("itm"), "type": item["type"], "role": item.get("role"), "subject": subject,
+                     "response_id": response_id, "body": body, "text": text if isinstance(text, str) else None})
+    written = await threads.append_items(db, org_id, thread_id, rows)
+    assert written is not None
+    return written
 
 
 def write_turn(database_url: str, org_id: str, thread_id: str, items: list[dict[str, Any]], *,

@@ -75,6 +75,34 @@ def test_plt_13_the_model_reads_a_write_tools_result_without_waiting_for_the_rec
     assert [request["input"] for request in scripted.embedding_requests] == [["Prefers tea over coffee"]]
 
 
+def test_plt_13_a_hashing_vector_is_kept_with_the_write_tools_record(client: Any, org: Org, scripted: Any,
+                                                                      db: Any) -> None:
+    """A vector made in microseconds (`hashing`) is not left for later: the record is written with it, in the
+    statement that writes its first history version (the row was never updated since), and it is the vector the
+    provider makes for its text."""
+    from backend.providers.embeddings import HashingEmbeddings
+
+    setting = {"provider": "hashing", "model": "hashing", "dimensions": 64}
+    created = client.post("/indexes", headers=org.full, json={"name": "support", "embedding": setting})
+    assert created.status_code == 201, created.text
+    index_id = created.json()["id"]
+    key = str(org.make_key(memory={"write_tool": True}, policy=writer_policy())["secret"])
+    write = f"memory__{index_id}__write"
+
+    scripted.reply(tool_calls=[(write, {"type": "preference", "text": "Prefers tea over coffee"})]).reply("Noted.")
+    answer = turn(client, anna(org, key), input="I prefer tea.", tools=[{"type": "tool", "name": write}])
+    assert answer["status"] == "completed" and json.loads(answer["output"][1]["output"])["action"] == "created"
+    time.sleep(0.3)  # a vector left for later would be written by now
+    [(text, model, vector, unchanged)] = db.execute(
+        "SELECT r.text, r.embedding_model, r.embedding::text, r.xmin::text = v.xmin::text FROM memory_records r "
+        "JOIN memory_versions v ON v.org_id = r.org_id AND v.record_id = r.id WHERE r.index_id = %s",
+        (index_id,)).fetchall()
+    assert (text, model, unchanged) == ("Prefers tea over coffee", "hashing/hashing/64", True)
+    expected = HashingEmbeddings(64).embed_one("Prefers tea over coffee")
+    assert [round(float(v), 5) for v in str(vector).strip("[]").split(",")] == [round(v, 5) for v in expected]
+    assert scripted.embedding_requests == []
+
+
 def test_mem_21_a_refused_type_is_a_tool_error_the_model_reads(client: Any, org: Org, scripted: Any) -> None:
     index_id, key = _store(client, org)
     write = f"memory__{index_id}__write"

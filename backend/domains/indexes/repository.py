@@ -9,9 +9,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
 from backend.db.models import KnowledgeIndex, table_of
+from backend.db.models_extraction import ExtractionSwitch
 from backend.db.prepared import Prepared
 
 T = table_of(KnowledgeIndex)
+SW = table_of(ExtractionSwitch)
 
 
 async def insert_index(db: AsyncSession, values: dict[str, Any]) -> dict[str, Any]:
@@ -35,6 +37,27 @@ async def get(db: AsyncSession, scope: Scope, index_id: str) -> dict[str, Any] |
             T.c.org_id == bindparam("org_id", type_=Text), T.c.id == bindparam("index_id", type_=Text),
             scope.index_clause(T.c.id)))
     return await statement.first(db, {"org_id": scope.org_id, "index_id": index_id})
+
+
+_with_store_types: dict[frozenset[str] | None, Prepared] = {}
+
+
+async def get_with_store_types(db: AsyncSession, scope: Scope, index_id: str) -> dict[str, Any] | None:
+    """`get`, with the `types` of the store's extraction switch as `store_types` when it has one (what its write
+    tool takes, MEM-21), in the same statement."""
+    statement = _with_store_types.get(scope.indexes)
+    if statement is None:
+        if len(_with_store_types) > 512:
+            _with_store_types.clear()
+        statement = _with_store_types[scope.indexes] = Prepared(
+            select(T, SW.c.types.label("store_types"))
+            .outerjoin(SW, (SW.c.org_id == T.c.org_id) & (SW.c.index_id == T.c.id))
+            .where(T.c.org_id == bindparam("org_id", type_=Text), T.c.id == bindparam("index_id", type_=Text),
+                   scope.index_clause(T.c.id)))
+    row = await statement.first(db, {"org_id": scope.org_id, "index_id": index_id})
+    if row is not None and row["store_types"] is None:
+        del row["store_types"]
+    return row
 
 
 async def list_page(db: AsyncSession, scope: Scope, after_id: str | None, limit: int) -> list[dict[str, Any]]:

@@ -30,6 +30,15 @@ async def reachable(db: AsyncSession, scope: Scope, index_id: str, param: str = 
     return row
 
 
+async def reachable_with_store_types(db: AsyncSession, scope: Scope, index_id: str, param: str = "index_id"
+                                     ) -> dict[str, Any]:
+    """`reachable`, with the types its write tool takes when the store has an extraction switch (`store_types`)."""
+    row = await repo.get_with_store_types(db, scope, index_id)
+    if row is None:
+        raise NotFound(f"No index {index_id!r} is reachable with this credential.", param=param)
+    return row
+
+
 def check_base_url(url: str) -> None:
     """An embedding server's address: http or https with a host, no spaces or control characters (the SDK refuses
     those only when a search first calls it, which would fail every search of the index)."""

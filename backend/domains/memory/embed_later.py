@@ -6,6 +6,9 @@ record is kept at once without a vector, found by its words, and gets its vector
 that runs while the model composes its next answer; search and ranking use the vector from the moment it is
 stored. Should the task fail or the process stop first, the periodic re-embedding (`memory.reembed`, every five
 minutes) gives the record its vector, as it does for any record whose provider failed at write time.
+
+A `hashing` vector is not left for later: it costs microseconds, so the write's own statement stores it, and a
+later task's transaction would cost the turn more than it saves (bench/results/turns.md).
 """
 
 from __future__ import annotations

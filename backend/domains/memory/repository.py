@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -29,6 +30,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -206,10 +208,12 @@ async def versions(db: AsyncSession, org_id: str, record_id: str) -> list[dict[s
 
 IDX = table_of(KnowledgeIndex)
 FRESH_COLUMNS = ("org_id", "id", "index_id", "subject", "type", "text", "norm_hash", "metadata", "labels", "confidence",
-                 "source", "verified", "key", "tags", "priority", "expires_at", "commitment", "provenance")
+                 "source", "verified", "key", "tags", "priority", "expires_at", "commitment", "provenance",
+                 "embedding", "embedding_model")
 _COLUMN_TYPES: dict[str, Any] = {"metadata": JSONB, "labels": JSONB, "commitment": JSONB, "provenance": JSONB,
                                  "tags": ARRAY(Text), "confidence": Float, "verified": Boolean,
                                  "expires_at": DateTime(timezone=True)}
+_VECTOR_TEXT = Vector().bind_processor(postgresql.dialect())  # a vector as pgvector's text form, None as None
 _index_for_write: dict[frozenset[str] | None, Prepared] = {}
 
 
@@ -231,11 +235,17 @@ async def index_for_write(db: AsyncSession, scope: Scope, index_id: str, lock_ha
     return row
 
 
+def _fresh_value(name: str) -> Any:
+    if name == "embedding":  # sent as pgvector's text form (_VECTOR_TEXT)
+        return cast(bindparam(name, type_=Text), Vector())
+    return bindparam(name, type_=_COLUMN_TYPES.get(name, Text))
+
+
 def _build_insert_fresh() -> Any:
     """One record and its first history version in one statement, refused (no row) when a person it names was
     erased since this transaction began; answers the record as `record_columns` reads a record just written."""
     org = bindparam("org_id", type_=Text)
-    values: Any = select(*[bindparam(name, type_=_COLUMN_TYPES.get(name, Text)) for name in FRESH_COLUMNS]).where(
+    values: Any = select(*[_fresh_value(name) for name in FRESH_COLUMNS]).where(
         erasure_repo.not_erased_since_now(org, bindparam("hashes", type_=ARRAY(Text))))
     rec = insert(R).from_select(list(FRESH_COLUMNS), values).returning(*PLAIN_COLUMNS).cte("rec")
     version = insert(V).from_select(
@@ -256,6 +266,7 @@ async def insert_fresh(db: AsyncSession, values: Mapping[str, Any], *, actor_typ
                        people_hashes: Sequence[str]) -> dict[str, Any] | None:
     """Write one new record with its history version; None when a person it names was erased meanwhile."""
     params = {name: values[name] for name in FRESH_COLUMNS}
+    params["embedding"] = _VECTOR_TEXT(params["embedding"])  # driver SQL takes no SQLAlchemy bind processing
     params.update({"hashes": list(people_hashes), "actor_type": actor_type, "actor_id": actor_id})
     return await _INSERT_FRESH.first(db, params)
 

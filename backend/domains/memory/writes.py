@@ -34,6 +34,7 @@ from backend.domains.memory.rules import (
 from backend.domains.memory.vectors import embed, model_of
 from backend.errors import Conflict, NotFound
 from backend.ids import new_id
+from backend.providers.embeddings import made_at_once
 from shared.schemas.memory import MemoryCreate, MemoryPatch
 
 OPTIONAL_FIELDS = ("metadata", "labels", "confidence", "tags", "priority", "expires_at", "commitment")
@@ -182,8 +183,8 @@ async def written(ctx: RequestContext, ids: Sequence[str]) -> list[dict[str, Any
 
 
 async def create(ctx: RequestContext, body: MemoryCreate) -> tuple[dict[str, Any], bool]:
-    """MEM-4. A new record of an index that embeds nothing (the common write) takes two statements: the index
-    with the people's locks, then the record, its history version and the erasure check in one."""
+    """MEM-4. A new record without a key (the common write) takes two statements: the index with the people's
+    locks, then the record, its vector when made at once, its history version and the erasure check in one."""
     item = await prepare(ctx, body, source=_source(ctx), lock=True)
     if in_one_statement(item):
         return await insert_fresh(ctx, item), True
@@ -192,8 +193,10 @@ async def create(ctx: RequestContext, body: MemoryCreate) -> tuple[dict[str, Any
 
 
 def in_one_statement(item: Draft) -> bool:
-    """Whether `insert_fresh` can write the draft: a new record without a key, no vector to make in the request."""
-    return item.values["key"] is None and (item.embed_later or not item.index.get("embedding"))
+    """Whether `insert_fresh` can write the draft: a new record without a key, whose vector is none, made later
+    (`embed_later`) or made at once in this process (`hashing`)."""
+    setting = item.index.get("embedding")
+    return item.values["key"] is None and (item.embed_later or not setting or made_at_once(setting))
 
 
 async def insert_fresh(ctx: RequestContext, item: Draft) -> dict[str, Any]:
@@ -202,9 +205,11 @@ async def insert_fresh(ctx: RequestContext, item: Draft) -> dict[str, Any]:
     v = item.values
     assert item.locked == _people(ctx, v), "the people's erasure locks are taken by prepare(lock=True)"
     check_write(ctx, v["subject"], v["labels"], detail={"index_id": v["index_id"], "type": v["type"], "position": 0})
+    vector = None if item.embed_later else (await embed(item.index, [v["text"]]))[0]
     await let_key_checks_keep_plans(ctx.db)
-    row = await repo.insert_fresh(ctx.db, {**v, "id": new_id("mem")}, actor_type=ctx.actor.type,
-                                  actor_id=ctx.actor.id, people_hashes=item.locked)
+    row = await repo.insert_fresh(ctx.db, {**v, "id": new_id("mem"), "embedding": vector,
+                                           "embedding_model": model_of(item.index, vector)},
+                                  actor_type=ctx.actor.type, actor_id=ctx.actor.id, people_hashes=item.locked)
     if row is None:
         raise erasure.erased_meanwhile()
     return row

@@ -6,10 +6,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from psycopg.types.json import Jsonb
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
     Select,
+    Text,
     and_,
     bindparam,
     delete,
@@ -90,7 +92,7 @@ async def insert_thread(db: AsyncSession, values: dict[str, Any]) -> None:
 
 
 async def insert_thread_reserving(db: AsyncSession, values: dict[str, Any], count: int) -> tuple[int, datetime]:
-    """A new thread with its first `count` positions already taken (`reserve_positions` without the update)."""
+    """A new thread with its first `count` positions already taken: `append_items(reserved=...)` fills them."""
     row = (await db.execute(insert(T).values(**values, last_position=count, updated_at=func.clock_timestamp())
                             .returning(T.c.updated_at))).one()
     return 1, row[0]
@@ -152,21 +154,6 @@ async def update_thread(db: AsyncSession, org_id: str, thread_id: str, values: d
     return updated_at
 
 
-_RESERVE = Prepared(
-    update(T).where(T.c.org_id == bindparam("org_id"), T.c.id == bindparam("thread_id"), T.c.deleted_at.is_(None))
-    .values(last_position=T.c.last_position + bindparam("count", type_=BigInteger),
-            updated_at=func.clock_timestamp())
-    .returning(T.c.last_position, T.c.updated_at))
-
-
-async def reserve_positions(db: AsyncSession, org_id: str, thread_id: str, count: int
-                            ) -> tuple[int, datetime] | None:
-    """THR-4: take `count` positions; the row lock orders concurrent appenders until their transactions end.
-    None when the thread was deleted since it was read."""
-    row = await _RESERVE.first(db, {"org_id": org_id, "thread_id": thread_id, "count": count})
-    return (int(row["last_position"]) - count + 1, row["updated_at"]) if row else None
-
-
 async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> None:
     """THR-6: remove the content and keep the id, owner and times for the responses that name the thread.
     The row is marked first: a summary job holding it (compaction) finishes before, or sees the deletion."""
@@ -183,12 +170,50 @@ async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> None:
 
 # ---------------------------------------------------------------- items
 
-_INSERT_ITEMS = insert(I).returning(*ITEM_COLUMNS)  # built once; the rows go as one multi-row statement
+# Items of a request arrive as arrays, one element per item, in order; `n` counts from 1. Their positions follow
+# the thread's last one and their times are a microsecond apart, so time order (search) agrees with position order
+# within a request.
+_ITEMS = """unnest(CAST(:ids AS text[]), CAST(:types AS text[]), CAST(:roles AS text[]), CAST(:subjects AS text[]),
+           CAST(:response_ids AS text[]), CAST(:bodies AS jsonb[]), CAST(:texts AS text[]))
+    WITH ORDINALITY AS item(id, type, role, subject, response_id, body, text, n)"""
+_INSERTED = """INSERT INTO thread_items (org_id, thread_id, position, id, type, role, subject, response_id, body, text,
+                          created_at)
+SELECT :org_id, :thread_id, {first} + item.n - 1, item.id, item.type, item.role, item.subject, item.response_id,
+       item.body, item.text, {at} + (item.n - 1) * interval '1 microsecond'
+FROM {source}
+RETURNING id, thread_id, position, type, role, subject, response_id, body, created_at"""
+_ITEM_BINDS = (bindparam("org_id", type_=Text), bindparam("thread_id", type_=Text),
+               bindparam("count", type_=BigInteger))
+# THR-4: the thread's row lock (the UPDATE) orders concurrent appenders until their transactions end; a deleted
+# thread takes no positions, so nothing is inserted.
+_APPEND = Prepared(text("WITH taken AS (UPDATE threads SET last_position = last_position + :count, "
+                        "updated_at = clock_timestamp() WHERE org_id = :org_id AND id = :thread_id "
+                        "AND deleted_at IS NULL RETURNING last_position - :count + 1 AS first, updated_at)\n"
+                        + _INSERTED.format(first="taken.first", at="taken.updated_at",
+                                           source="taken, " + _ITEMS)).bindparams(*_ITEM_BINDS))
+_INSERT_AT = Prepared(text(_INSERTED.format(first="CAST(:first AS bigint)", at="CAST(:at AS timestamptz)",
+                                            source=_ITEMS)).bindparams(*_ITEM_BINDS[:2]))
 
 
-async def insert_items(db: AsyncSession, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    result = await db.execute(_INSERT_ITEMS, rows)
-    return sorted((dict(r._mapping) for r in result.all()), key=lambda r: r["position"])
+def _item_arrays(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {"ids": [r["id"] for r in rows], "types": [r["type"] for r in rows], "roles": [r["role"] for r in rows],
+            "subjects": [r["subject"] for r in rows], "response_ids": [r["response_id"] for r in rows],
+            "bodies": [Jsonb(r["body"]) for r in rows], "texts": [r["text"] for r in rows]}
+
+
+async def append_items(db: AsyncSession, org_id: str, thread_id: str, rows: Sequence[dict[str, Any]], *,
+                       reserved: tuple[int, datetime] | None = None) -> list[dict[str, Any]] | None:
+    """Insert `rows` (id, type, role, subject, response_id, body, text) at the thread's next positions, taken in
+    the same statement, or at the positions `reserved` (first, time) when the thread was inserted with them. In
+    position order; None when the thread was deleted since it was read."""
+    values = {"org_id": org_id, "thread_id": thread_id, **_item_arrays(rows)}
+    if reserved is None:
+        found = await _APPEND.all(db, {**values, "count": len(rows)})
+    else:
+        found = await _INSERT_AT.all(db, {**values, "first": reserved[0], "at": reserved[1]})
+    if rows and not found:
+        return None
+    return sorted(found, key=lambda r: r["position"])
 
 
 async def list_items(db: AsyncSession, org_id: str, thread_id: str, *, after: int | None, descending: bool,

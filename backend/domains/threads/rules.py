@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -129,10 +128,10 @@ def refuse_audio(items: list[ItemIn]) -> None:
                                    "(POST /responses) transcribes audio.", param="items", code="input_audio_refused")
 
 
-def item_rows(ctx: RequestContext, thread_id: str, items: list[ItemIn], first: int,
-              at: datetime) -> list[dict[str, Any]]:
+def item_rows(ctx: RequestContext, items: list[ItemIn]) -> list[dict[str, Any]]:
+    """The rows of `items` as `repository.append_items` inserts them (it gives them their positions and times)."""
     rows = []
-    for offset, item in enumerate(items):
+    for item in items:
         body = msgspec.to_builtins(item)
         kind = body.pop("type")
         role: str | None = None
@@ -141,11 +140,8 @@ def item_rows(ctx: RequestContext, thread_id: str, items: list[ItemIn], first: i
             role, text = item.role, message_text(item.content)
         elif isinstance(item, RefusalIn):
             role, text = "assistant", item.refusal
-        rows.append({"org_id": ctx.org_id, "thread_id": thread_id, "position": first + offset,
-                     "id": new_id("itm"), "type": kind, "role": role, "subject": ctx.person,
-                     "response_id": None, "body": body, "text": text,
-                     # A microsecond apart, so time order (search) agrees with position order within a request.
-                     "created_at": at + timedelta(microseconds=offset)})
+        rows.append({"id": new_id("itm"), "type": kind, "role": role, "subject": ctx.person, "response_id": None,
+                     "body": body, "text": text})
     return rows
 
 

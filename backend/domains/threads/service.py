@@ -150,11 +150,10 @@ async def _append(ctx: RequestContext, thread_id: str, items: list[ItemIn]) -> l
     if not items:
         return []
     rules.refuse_audio(items)  # before taking positions
-    reserved = await repo.reserve_positions(ctx.db, ctx.org_id, thread_id, len(items))
-    if reserved is None:
+    written = await repo.append_items(ctx.db, ctx.org_id, thread_id, rules.item_rows(ctx, items))
+    if written is None:
         raise NotFound(f"The thread {thread_id!r} was deleted while this request ran.", param="thread_id")
-    first, at = reserved
-    return await repo.insert_items(ctx.db, rules.item_rows(ctx, thread_id, items, first, at))
+    return written
 
 
 async def append_items(ctx: RequestContext, thread_id: str, items: list[ItemIn]) -> list[dict[str, Any]]:

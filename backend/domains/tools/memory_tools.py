@@ -16,6 +16,7 @@ from backend.domains.memory import reads, writes
 from backend.domains.memory.rules import confidence_pct, store_types
 from backend.domains.tools import envelope
 from backend.errors import ValidationFailed
+from backend.providers.embeddings import made_at_once
 from shared.schemas.memory import MAX_TEXT, MemoryCreate, MemoryQuery
 
 PREFIX = "memory"
@@ -109,8 +110,17 @@ def _param(error: SchemaError) -> str:
     return path
 
 
+_validators: dict[bytes, Draft202012Validator] = {}  # by schema: building a validator costs more than validating
+
+
 def check_arguments(schema: dict[str, Any], arguments: Mapping[str, Any]) -> None:
-    errors = sorted(Draft202012Validator(schema).iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
+    key = msgspec.json.encode(schema)
+    validator = _validators.get(key)
+    if validator is None:
+        if len(_validators) > 256:
+            _validators.clear()
+        validator = _validators[key] = Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
     if errors:
         raise ValidationFailed(f"Tool arguments do not match the tool's schema: {errors[0].message}",
                                param=_param(errors[0]))
@@ -155,9 +165,9 @@ async def run_search(ctx: RequestContext, index: Mapping[str, Any], arguments: M
 
 async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Mapping[str, Any], *,
                     provenance: dict[str, Any] | None = None, embed_later: list[str] | None = None) -> str:
-    """The write tool. With `embed_later`, a record of an index that embeds is kept without its vector and its
-    id added to the list, for the caller to embed once its transaction has committed (backend/domains/memory/
-    embed_later)."""
+    """The write tool. With `embed_later`, a record of an index whose provider asks a server or runs a model is
+    kept without its vector and its id added to the list, for the caller to embed once its transaction has
+    committed (backend/domains/memory/embed_later)."""
     types = store_types(index)
     kind = arguments.get("type")
     if isinstance(kind, str) and kind not in types:
@@ -181,7 +191,9 @@ async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Ma
     except msgspec.ValidationError as exc:
         raise ValidationFailed(f"Tool arguments are not valid: {exc}", param="arguments") from None
     item = await writes.prepare(ctx, create, source="model", provenance=provenance, prefix="arguments.", lock=True)
-    item.embed_later = embed_later is not None and bool(index.get("embedding"))
+    # A vector made at once (`hashing`) goes into the record's own statement: a later task would cost more.
+    item.embed_later = (embed_later is not None and bool(index.get("embedding"))
+                        and not made_at_once(index.get("embedding")))
     answer: dict[str, Any]
     replaces = arguments.get("replaces")
     if replaces:

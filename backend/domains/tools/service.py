@@ -86,7 +86,7 @@ async def call(ctx: RequestContext, name: str, arguments: dict[str, Any], timezo
         raise NotFound(f"There is no tool named {name!r}.", param="name", code="tool_not_found")
     index_id, kind = parsed
     if index is None or index["id"] != index_id:
-        index = (await with_store_types(ctx, [await indexes.reachable(ctx.db, scope, index_id, param="name")]))[0]
+        index = await indexes.reachable_with_store_types(ctx.db, scope, index_id, param="name")
     if not offered(ctx, kind):
         setting = "retrieval_tool" if kind == mt.SEARCH else "write_tool"
         raise BadRequest(f"This key's memory configuration does not offer {name!r} (`memory.{setting}`).",

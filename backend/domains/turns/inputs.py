@@ -131,7 +131,7 @@ async def turn_tools(ctx: RequestContext, body: ResponseCreate, *, stored: bool)
             raise BadRequest(f"There is no platform tool named {tool.name!r}; GET /tools lists them, and "
                              f"{WORKING_STATE_TOOL!r} updates the working state.", param=param, code="tool_not_found")
         try:
-            index = await indexes.reachable(ctx.db, memory_scope(ctx), parsed[0], param=param)
+            index = await indexes.reachable_with_store_types(ctx.db, memory_scope(ctx), parsed[0], param=param)
         except NotFound:
             raise BadRequest(f"{tool.name!r} is not a tool of an index this credential reaches; GET /tools lists "
                              "the ones it does.", param=param, code="tool_not_found") from None
@@ -139,7 +139,7 @@ async def turn_tools(ctx: RequestContext, body: ResponseCreate, *, stored: bool)
             setting = "retrieval_tool" if parsed[1] == mt.SEARCH else "write_tool"
             raise BadRequest(f"This key's memory configuration does not offer {tool.name!r} (`memory.{setting}` is "
                              "off).", param=param, code="tool_not_offered")
-        chosen.memory[tool.name] = (await tools.with_store_types(ctx, [index]))[0]
+        chosen.memory[tool.name] = index
     return chosen
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, func, null, select, update
@@ -27,14 +28,16 @@ _FORGET = {column: null() for column in (R.c.thread_id, R.c.subject, R.c.output,
 _INSERT = Prepared(pg_insert(R).values({c: bindparam(c) for c in _INSERTED})
                    .on_conflict_do_nothing(index_elements=[R.c.org_id, R.c.idempotency_owner, R.c.idempotency_key],
                                            index_where=R.c.idempotency_key.is_not(None))
-                   .returning(R.c.id))
+                   .returning(func.now().label("accepted_at")))
 _FINISH = Prepared(update(R).where(R.c.org_id == bindparam("org_id"), R.c.id == bindparam("response_id"))
                    .values({c: bindparam(c) for c in _FINISHED}))
 
 
-async def insert_response(db: AsyncSession, values: dict[str, Any]) -> bool:
-    """False when a response with the same Idempotency-Key exists or is being inserted (TRN-8)."""
-    return bool(await _INSERT.all(db, values))
+async def insert_response(db: AsyncSession, values: dict[str, Any]) -> datetime | None:
+    """The accepting transaction's start (MEM-19: erasures after it stop the turn); None when a response with the
+    same Idempotency-Key exists or is being inserted (TRN-8)."""
+    row = await _INSERT.first(db, values)
+    return row["accepted_at"] if row else None
 
 
 async def finish(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any]) -> None:
@@ -45,10 +48,6 @@ async def finish(db: AsyncSession, org_id: str, response_id: str, values: dict[s
 async def mark_failed(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any]) -> None:
     await db.execute(update(R).where(R.c.org_id == org_id, R.c.id == response_id)
                      .values({"completed_at": func.now(), **values}))
-
-
-async def transaction_start(db: AsyncSession) -> Any:
-    return (await db.execute(select(func.now()))).scalar_one()
 
 
 async def get(db: AsyncSession, org_id: str, response_id: str) -> dict[str, Any] | None:

@@ -142,18 +142,18 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     if not stored:
         return turn
     turn.people = tuple(sorted({p for p in (ctx.person, owner) if p is not None}))
-    turn.accepted_at = await repo.transaction_start(ctx.db) if turn.people else None
     if turn.thread_id is None:
         turn.thread_id = await _new_thread(ctx, turn)
-    inserted = await repo.insert_response(ctx.db, {
+    accepted_at = await repo.insert_response(ctx.db, {
         "org_id": ctx.org_id, "id": turn.id, "thread_id": turn.thread_id, "key_id": ctx.principal.key_id,
         "subject": ctx.person, "model": spec.id, "agent_id": turn.agent.id if turn.agent else None,
         "agent_version": turn.agent.version if turn.agent else None, "status": "in_progress", "metadata": body.metadata,
         "idempotency_owner": _idempotency_owner(ctx) if idempotency_key else None,
         "idempotency_key": idempotency_key, "request_digest": _digest(body) if idempotency_key else None,
         "created_at": turn.created_at})
-    if not inserted:  # TRN-8: a request with this key is being accepted right now (it inserted first)
+    if accepted_at is None:  # TRN-8: a request with this key is being accepted right now (it inserted first)
         raise _in_flight()
+    turn.accepted_at = accepted_at if turn.people else None
     await _append(ctx, turn, list(turn.items))
     return turn
 
@@ -212,20 +212,17 @@ async def _append(ctx: RequestContext, turn: Turn, items: list[ItemIn] | list[di
     if not items or turn.thread_id is None:
         return
     reserved, turn.reserved = turn.reserved, None
-    if reserved is None:
-        reserved = await threads_repo.reserve_positions(ctx.db, ctx.org_id, turn.thread_id, len(items))
-    if reserved is None:
-        raise NotFound(f"The thread {turn.thread_id!r} was deleted while this turn ran.", param="thread_id")
-    first, at = reserved
     typed = [i if not isinstance(i, dict) else msgspec.convert(_as_input(i), ItemIn) for i in items]
-    rows = thread_rules.item_rows(ctx, turn.thread_id, typed, first, at)
+    rows = thread_rules.item_rows(ctx, typed)
     for row, item in zip(rows, items, strict=True):
         row["response_id"] = turn.id
         if isinstance(item, dict):
             row["id"] = item["id"]  # the id the answer already showed (and tool provenance names)
+    written = await threads_repo.append_items(ctx.db, ctx.org_id, turn.thread_id, rows, reserved=reserved)
+    if written is None:
+        raise NotFound(f"The thread {turn.thread_id!r} was deleted while this turn ran.", param="thread_id")
     if turn.history_positions is None:
-        turn.history_positions = (first, first + len(rows) - 1)
-    await threads_repo.insert_items(ctx.db, rows)
+        turn.history_positions = (written[0]["position"], written[-1]["position"])
 
 
 def _as_input(item: dict[str, Any]) -> dict[str, Any]:
