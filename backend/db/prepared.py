@@ -63,8 +63,21 @@ class Prepared:
         return rows[0] if rows else None
 
 
+_DRIVER = "coremem.driver_connection"  # the key in a session's `info`
+
+
 async def driver_connection(db: AsyncSession) -> Any:
-    """The psycopg connection under this session's transaction (the session begins it if it has not yet)."""
+    """The psycopg connection under this session's transaction (the session begins it if it has not yet).
+
+    Kept in the session's `info` beside the transaction it belongs to: asking SQLAlchemy for it again costs two
+    awaits through its greenlet bridge per statement. A new transaction (after a commit or rollback, possibly on
+    another pooled connection) asks again."""
+    transaction = db.sync_session.get_transaction()
+    known = db.info.get(_DRIVER)
+    if transaction is not None and known is not None and known[0] is transaction and transaction.is_active:
+        return known[1]
     connection = await db.connection()
     raw = await connection.get_raw_connection()
+    db.info[_DRIVER] = (db.sync_session.get_transaction(), raw.driver_connection)
     return raw.driver_connection
+
