@@ -42,8 +42,7 @@ async def refuse_if_erased(db: AsyncSession, org_id: str, secret: str, people: I
     if not named:
         return
     hashes = [h for h in (subject_hash(secret, org_id, p) for p in named) if h is not None]
-    await repo.lock_shared(db, org_id, hashes)
-    if await repo.erased_since(db, org_id, hashes, started_at):
+    if await repo.lock_shared_then_erased(db, org_id, hashes, started_at):
         raise erased_meanwhile()
     if seen is not None:
         seen.update(named)

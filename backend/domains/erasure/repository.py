@@ -35,28 +35,24 @@ def not_erased_since_now(org: Any, hashes: Any) -> Any:
     return ~exists().where(E.c.org_id == org, E.c.subject_hash == func.any(hashes), E.c.erased_at > func.now())
 
 
-_HASHES = bindparam("hashes", type_=ARRAY(TEXT))
-_LOCK_SHARED = Prepared(select(locked_shared(bindparam("org_id", type_=TEXT), _HASHES)))
-# Since when: the given instant, or when this transaction began.
-_ERASED_SINCE = Prepared(select(E.c.subject_hash).where(
-    E.c.org_id == bindparam("org_id"), E.c.subject_hash == func.any(_HASHES),
-    E.c.erased_at > func.coalesce(bindparam("since", type_=DateTime(timezone=True)), func.now())).limit(1))
+# Migration 0020's function: the shared side of each person's lock in the order given (callers sort, so two
+# writers never cross), then whether one was erased after `since` (default: when this transaction began), read
+# with a snapshot taken after the locks.
+_LOCK_THEN_ERASED = Prepared(select(func.coremem_erased_after_locking(
+    bindparam("org_id", type_=TEXT), bindparam("hashes", type_=ARRAY(TEXT)),
+    bindparam("since", type_=DateTime(timezone=True))).label("erased")))
 
 
-async def lock_shared(db: AsyncSession, org_id: str, subject_hashes: Sequence[str]) -> None:
-    """The shared side of each person's lock, in the order given (callers sort, so two writers never cross)."""
-    await _LOCK_SHARED.all(db, {"org_id": org_id, "hashes": list(subject_hashes)})
+async def lock_shared_then_erased(db: AsyncSession, org_id: str, subject_hashes: Sequence[str],
+                                  started_at: datetime | None) -> bool:
+    """Hold the shared side of each person's lock until the transaction ends, then: True when one of them was
+    erased after `started_at` (default: when this transaction began). One round trip."""
+    row = await _LOCK_THEN_ERASED.first(db, {"org_id": org_id, "hashes": list(subject_hashes), "since": started_at})
+    return bool(row and row["erased"])
 
 
 async def lock_exclusive(db: AsyncSession, org_id: str, subject_hash: str) -> None:
     await db.execute(select(func.pg_advisory_xact_lock(_subject_lock(org_id, literal(subject_hash)))))
-
-
-async def erased_since(db: AsyncSession, org_id: str, subject_hashes: Sequence[str],
-                       started_at: datetime | None) -> bool:
-    """True when one of the people was erased after `started_at` (default: when this transaction began)."""
-    found = await _ERASED_SINCE.all(db, {"org_id": org_id, "hashes": list(subject_hashes), "since": started_at})
-    return bool(found)
 
 
 async def mark_erased(db: AsyncSession, org_id: str, subject_hash: str) -> None:

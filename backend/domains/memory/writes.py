@@ -49,6 +49,7 @@ class Draft:
     given: set[str] = field(default_factory=set)
     vector: list[float] | None = None
     locked: list[str] = field(default_factory=list)  # people whose erasure locks `prepare(lock=True)` took
+    plans_kept: bool = False  # `prepare(lock=True)` let this transaction's key checks keep their plans
     # Written without its vector, which the caller has made after its commit (`embed_later`; PLT-13 allows it).
     embed_later: bool = False
 
@@ -100,7 +101,7 @@ async def prepare(ctx: RequestContext, body: MemoryCreate, *, source: str, prefi
             raise NotFound(f"No index {body.index_id!r} is reachable with this credential.",
                            param=f"{prefix}index_id")
         cache[body.index_id] = found
-    return Draft(cache[body.index_id], values, given, locked=locked)
+    return Draft(cache[body.index_id], values, given, locked=locked, plans_kept=lock)
 
 
 async def write(ctx: RequestContext, items: list[Draft], *, started_at: datetime | None = None,
@@ -206,7 +207,8 @@ async def insert_fresh(ctx: RequestContext, item: Draft) -> dict[str, Any]:
     assert item.locked == _people(ctx, v), "the people's erasure locks are taken by prepare(lock=True)"
     check_write(ctx, v["subject"], v["labels"], detail={"index_id": v["index_id"], "type": v["type"], "position": 0})
     vector = None if item.embed_later else (await embed(item.index, [v["text"]]))[0]
-    await let_key_checks_keep_plans(ctx.db)
+    if not item.plans_kept:
+        await let_key_checks_keep_plans(ctx.db)
     row = await repo.insert_fresh(ctx.db, {**v, "id": new_id("mem"), "embedding": vector,
                                            "embedding_model": model_of(item.index, vector)},
                                   actor_type=ctx.actor.type, actor_id=ctx.actor.id, people_hashes=item.locked)

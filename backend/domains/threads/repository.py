@@ -91,11 +91,19 @@ async def insert_thread(db: AsyncSession, values: dict[str, Any]) -> None:
     await db.execute(insert(T).values(**values))
 
 
+_THREAD_COLUMNS = ("org_id", "id", "subject", "labels", "metadata")
+_INSERT_RESERVING = Prepared(
+    insert(T).values({**{name: bindparam(name, type_=T.c[name].type) for name in _THREAD_COLUMNS},
+                      "last_position": bindparam("count", type_=BigInteger), "updated_at": func.clock_timestamp()})
+    .returning(T.c.updated_at))
+
+
 async def insert_thread_reserving(db: AsyncSession, values: dict[str, Any], count: int) -> tuple[int, datetime]:
-    """A new thread with its first `count` positions already taken: `append_items(reserved=...)` fills them."""
-    row = (await db.execute(insert(T).values(**values, last_position=count, updated_at=func.clock_timestamp())
-                            .returning(T.c.updated_at))).one()
-    return 1, row[0]
+    """A new thread (org_id, id, subject, labels, metadata) with its first `count` positions already taken:
+    `append_items(reserved=...)` fills them."""
+    row = await _INSERT_RESERVING.first(db, {**{name: values[name] for name in _THREAD_COLUMNS}, "count": count})
+    assert row is not None
+    return 1, row["updated_at"]
 
 
 async def get_thread(db: AsyncSession, scope: Scope, thread_id: str) -> dict[str, Any] | None:
@@ -216,13 +224,25 @@ async def append_items(db: AsyncSession, org_id: str, thread_id: str, rows: Sequ
     return sorted(found, key=lambda r: r["position"])
 
 
+def _list_items(bounded: bool, descending: bool) -> Prepared:
+    query = select(*ITEM_COLUMNS).where(I.c.org_id == bindparam("org_id", type_=Text),
+                                        I.c.thread_id == bindparam("thread_id", type_=Text))
+    if bounded:
+        after = bindparam("after", type_=BigInteger)
+        query = query.where(I.c.position < after if descending else I.c.position > after)
+    order = I.c.position.desc() if descending else I.c.position.asc()
+    return Prepared(query.order_by(order).limit(bindparam("limit", type_=BigInteger)))
+
+
+# By (after a position, newest first): a turn reads its history with one of these.
+_LIST_ITEMS = {(bounded, descending): _list_items(bounded, descending)
+               for bounded in (False, True) for descending in (False, True)}
+
+
 async def list_items(db: AsyncSession, org_id: str, thread_id: str, *, after: int | None, descending: bool,
                      limit: int) -> list[dict[str, Any]]:
-    query = select(*ITEM_COLUMNS).where(I.c.org_id == org_id, I.c.thread_id == thread_id)
-    if after is not None:
-        query = query.where(I.c.position < after if descending else I.c.position > after)
-    query = query.order_by(I.c.position.desc() if descending else I.c.position.asc()).limit(limit)
-    return [dict(r._mapping) for r in (await db.execute(query)).all()]
+    return await _LIST_ITEMS[after is not None, descending].all(
+        db, {"org_id": org_id, "thread_id": thread_id, "after": after, "limit": limit})
 
 
 async def get_item(db: AsyncSession, org_id: str, thread_id: str, item_id: str) -> dict[str, Any] | None:
@@ -258,12 +278,13 @@ async def delete_note(db: AsyncSession, org_id: str, item_id: str, author: str) 
 
 # ---------------------------------------------------------------- working state (THR-11, THR-12)
 
+_GET_STATE = select(S).where(S.c.org_id == bindparam("org_id", type_=Text),
+                             S.c.thread_id == bindparam("thread_id", type_=Text))
+_STATE = {False: Prepared(_GET_STATE), True: Prepared(_GET_STATE.with_for_update())}  # by `lock`
+
+
 async def get_state(db: AsyncSession, org_id: str, thread_id: str, *, lock: bool = False) -> dict[str, Any] | None:
-    query = select(S).where(S.c.org_id == org_id, S.c.thread_id == thread_id)
-    if lock:
-        query = query.with_for_update()
-    row = (await db.execute(query)).first()
-    return dict(row._mapping) if row else None
+    return await _STATE[lock].first(db, {"org_id": org_id, "thread_id": thread_id})
 
 
 async def lock_state(db: AsyncSession, org_id: str, thread_id: str) -> dict[str, Any]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import Date, cast, func, insert, select
+from sqlalchemy import Date, cast, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import table_of
 from backend.db.models_turns import UsageEvent
+from backend.db.prepared import Prepared
 
 T = table_of(UsageEvent)
 
@@ -20,13 +21,18 @@ async def record(db: AsyncSession, *, org_id: str, model: str, input_tokens: int
                                       input_tokens=input_tokens, output_tokens=output_tokens))
 
 
-_INSERT = insert(T)  # built once; several rows go as one multi-row statement (SQLAlchemy's insertmanyvalues)
+_COLUMNS = ("org_id", "key_id", "response_id", "job", "model", "input_tokens", "output_tokens")
+_INSERT_MANY = Prepared(text(
+    f"INSERT INTO usage_events ({', '.join(_COLUMNS)}) SELECT * FROM unnest(CAST(:org_id AS text[]), "
+    "CAST(:key_id AS text[]), CAST(:response_id AS text[]), CAST(:job AS text[]), CAST(:model AS text[]), "
+    "CAST(:input_tokens AS integer[]), CAST(:output_tokens AS integer[]))"))
 
 
 async def record_many(db: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    """Several calls' rows (org_id, model, input_tokens, output_tokens, key_id, response_id, job) in one insert."""
+    """Several calls' rows (org_id, model, input_tokens, output_tokens, key_id, response_id, job) in one
+    statement: one array per column."""
     if rows:
-        await db.execute(_INSERT, rows)
+        await _INSERT_MANY.all(db, {name: [row[name] for row in rows] for name in _COLUMNS})
 
 
 async def per_day(db: AsyncSession, org_id: str, zone: str, start: date, end: date,
