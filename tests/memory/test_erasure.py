@@ -133,3 +133,46 @@ def test_mem_19_work_that_began_before_the_erasure_cannot_write_her_back(mem: Me
     assert mem.list(mem.nobody, subject=person) == []
     # A request that starts after the erasure may write for the same id again: it is a new start.
     assert mem.write(bearer(mem.key, person), "a new start")["subject"] == person
+
+
+def test_mem_19_a_write_waiting_for_an_erasure_in_progress_sees_it_once_it_commits(
+        mem: Mem, db: Any, settings: Any, database_url: str) -> None:
+    """The guard takes the person's lock and reads the erasures in one call (migration 0020). The reading must see
+    an erasure that committed while the lock waited for it: one statement doing both would read with a snapshot
+    taken before the wait, and write her back."""
+    import psycopg
+
+    from backend.domains.erasure import guard
+    from backend.errors import Conflict
+    from tests.helpers import as_request
+
+    person = f"waiting-{uuid.uuid4().hex[:8]}"
+    hashed = subject_hash(settings.secret, mem.org.org_id, person)
+    waited: list[float] = []
+
+    async def scenario(ctx: Any) -> str:
+        # This transaction has begun (the credential was read). Now an erasure of her starts: it holds her lock
+        # and has written its row, uncommitted.
+        erasure = await psycopg.AsyncConnection.connect(db.info.dsn)
+        await erasure.execute("SELECT pg_advisory_xact_lock(hashtextextended('subject:' || %s || ':' || %s, 0))",
+                              (mem.org.org_id, hashed))
+        await erasure.execute("INSERT INTO erased_subjects (org_id, subject_hash, erased_at) "
+                              "VALUES (%s, %s, clock_timestamp())", (mem.org.org_id, hashed))
+
+        async def commit_later() -> None:
+            await asyncio.sleep(0.3)
+            await erasure.commit()
+            await erasure.close()
+
+        finishing = asyncio.create_task(commit_later())
+        started = asyncio.get_running_loop().time()
+        try:
+            with pytest.raises(Conflict) as refused:
+                await guard.refuse_if_erased(ctx.db, ctx.org_id, ctx.settings.secret, [person])
+        finally:
+            await finishing
+        waited.append(asyncio.get_running_loop().time() - started)
+        return refused.value.code
+
+    assert as_request(database_url, settings, mem.key, person, scenario) == "subject_erased"
+    assert waited[0] >= 0.25  # it did wait for the erasure's lock
