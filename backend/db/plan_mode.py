@@ -10,6 +10,8 @@ the check reads every record of the organisation behind it instead of one primar
 of a new organisation beside a million of another, 1.9 ms per check and 1.9 s for the history versions of a
 1,000-record batch (docs/performance.md, section 5). The check's generic plan takes the primary key, and a plan kept for
 it is not made again for every row.
+
+The injection builder's candidates statement is planned serially (`serial_plans_column`).
 """
 
 from __future__ import annotations
@@ -34,3 +36,12 @@ def keep_plans_column() -> Any:
     """`let_key_checks_keep_plans` as a column of a statement the write transaction runs first, a round trip
     fewer: from that transaction's next statement on."""
     return func.set_config("plan_cache_mode", "auto", True)
+
+
+def serial_plans_column() -> Any:
+    """A column that has the rest of its transaction planned without parallel workers, for the statement that
+    reads the store first in an injection build (stores.repository.index_and_sections), a round trip fewer than a
+    SET of its own. The build's candidates statement needs it: the planner cannot see how few rows pass a floor
+    computed in the same statement and starts parallel workers that cost more than the ranges they read (about
+    60 against 35 ms per block at 1M records)."""
+    return func.set_config("max_parallel_workers_per_gather", "0", True)

@@ -12,7 +12,8 @@ for statements under 4 KiB, and the injection builder's statement is 19 KiB (0.3
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from psycopg import AsyncRawCursor
@@ -61,6 +62,28 @@ class Prepared:
     async def first(self, db: AsyncSession, params: Mapping[str, Any]) -> dict[str, Any] | None:
         rows = await self.all(db, params)
         return rows[0] if rows else None
+
+
+class PreparedByShape:
+    """Statements whose SQL depends on a request's shape (the indexes a policy names, the sections a block asks
+    for), each built and compiled the first time its shape is asked for. The `kept` most recently used stay."""
+
+    def __init__(self, kept: int = 512) -> None:
+        self.kept = kept
+        self._found: OrderedDict[Hashable, Prepared] = OrderedDict()
+
+    def get(self, shape: Hashable, build: Callable[[], Any]) -> Prepared:
+        found = self._found.get(shape)
+        if found is not None:
+            self._found.move_to_end(shape)
+            return found
+        found = self._found[shape] = Prepared(build())
+        if len(self._found) > self.kept:
+            self._found.popitem(last=False)
+        return found
+
+    def clear(self) -> None:
+        self._found.clear()
 
 
 _DRIVER = "coremem.driver_connection"  # the key in a session's `info`

@@ -344,3 +344,40 @@ def test_inj_12_preview_shows_what_the_turn_would_inject_and_overrides_only_when
     default = _preview(client, org, index_id, "anna")
     assert default["block"] == WORKED_BLOCK and default["store_override"] is True
     assert default["note"].startswith("No key chosen")
+
+
+def test_inj_13_a_builds_transaction_is_planned_serially_and_the_next_one_is_not(org, client, db, database_url):
+    """The candidates statement's floors hide how few rows a section reads, and the planner's parallel workers cost
+    more than the ranges (backend/db/plan_mode.py): the build's first statement turns them off for its transaction
+    only. Without it, this build's transaction would run at the server's setting."""
+    from sqlalchemy import text as sql_text
+
+    from backend.access.actor import Actor
+    from backend.access.principal import Principal
+    from backend.access.subjects import Subject
+    from backend.domains.injection.config import ChosenBlock, parse_block
+
+    index_id, ids = _worked_store(client, org, db)
+    server_default = db.execute("SHOW max_parallel_workers_per_gather").fetchone()[0]
+    assert server_default != "0"
+    key = {"id": "key_x", "org_id": org.org_id, "policy": default_policy(), "capabilities": ["memory"], "memory": {}}
+    principal = Principal("key", org.org_id, Actor("key", "key_x"), frozenset({"memory"}), Subject("anna"), key=key)
+    chosen = ChosenBlock(parse_block({"index_id": index_id}, "memory_injection"), None)
+
+    async def run() -> tuple[list[str], str, str]:
+        engine = make_engine(database_url, pool_size=1)
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                await use_org(session, org.org_id)
+                built = await injection.build(session, build_scope(principal, None), {}, chosen, turn_input=None,
+                                              max_budget=4000)
+                during = str((await session.execute(sql_text("SHOW max_parallel_workers_per_gather"))).scalar())
+            async with make_sessionmaker(engine)() as session, session.begin():
+                after = str((await session.execute(sql_text("SHOW max_parallel_workers_per_gather"))).scalar())
+            return built.block.injected_ids if built.block else [], during, after
+        finally:
+            await engine.dispose()
+
+    injected, during, after = asyncio.run(run())
+    assert ids["rex"] in injected and ids["tea"] not in injected
+    assert (during, after) == ("0", server_default)

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.scope import Scope
 from backend.db.models import KnowledgeIndex, table_of
 from backend.db.models_extraction import ExtractionSwitch
-from backend.db.prepared import Prepared
+from backend.db.prepared import PreparedByShape
 
 T = table_of(KnowledgeIndex)
 SW = table_of(ExtractionSwitch)
@@ -24,36 +24,28 @@ async def name_taken(db: AsyncSession, org_id: str, name: str) -> bool:
     return (await db.execute(select(T.c.id).where(T.c.org_id == org_id, T.c.name == name))).first() is not None
 
 
-_reachable: dict[frozenset[str] | None, Prepared] = {}
+_reachable = PreparedByShape()
 
 
 async def get(db: AsyncSession, scope: Scope, index_id: str) -> dict[str, Any] | None:
     """The index, if the scope reaches it: one statement per set of indexes a policy names, built once."""
-    statement = _reachable.get(scope.indexes)
-    if statement is None:
-        if len(_reachable) > 512:
-            _reachable.clear()
-        statement = _reachable[scope.indexes] = Prepared(select(T).where(
-            T.c.org_id == bindparam("org_id", type_=Text), T.c.id == bindparam("index_id", type_=Text),
-            scope.index_clause(T.c.id)))
+    statement = _reachable.get(scope.indexes, lambda: select(T).where(
+        T.c.org_id == bindparam("org_id", type_=Text), T.c.id == bindparam("index_id", type_=Text),
+        scope.index_clause(T.c.id)))
     return await statement.first(db, {"org_id": scope.org_id, "index_id": index_id})
 
 
-_with_store_types: dict[frozenset[str] | None, Prepared] = {}
+_with_store_types = PreparedByShape()
 
 
 async def get_with_store_types(db: AsyncSession, scope: Scope, index_id: str) -> dict[str, Any] | None:
     """`get`, with the `types` of the store's extraction switch as `store_types` when it has one (what its write
     tool takes, MEM-21), in the same statement."""
-    statement = _with_store_types.get(scope.indexes)
-    if statement is None:
-        if len(_with_store_types) > 512:
-            _with_store_types.clear()
-        statement = _with_store_types[scope.indexes] = Prepared(
-            select(T, SW.c.types.label("store_types"))
-            .outerjoin(SW, (SW.c.org_id == T.c.org_id) & (SW.c.index_id == T.c.id))
-            .where(T.c.org_id == bindparam("org_id", type_=Text), T.c.id == bindparam("index_id", type_=Text),
-                   scope.index_clause(T.c.id)))
+    statement = _with_store_types.get(scope.indexes, lambda: (
+        select(T, SW.c.types.label("store_types"))
+        .outerjoin(SW, (SW.c.org_id == T.c.org_id) & (SW.c.index_id == T.c.id))
+        .where(T.c.org_id == bindparam("org_id", type_=Text), T.c.id == bindparam("index_id", type_=Text),
+               scope.index_clause(T.c.id))))
     row = await statement.first(db, {"org_id": scope.org_id, "index_id": index_id})
     if row is not None and row["store_types"] is None:
         del row["store_types"]

@@ -7,8 +7,7 @@ turn for a person never reaches another person's record even where the policy wo
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -37,7 +36,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
-from backend.db.prepared import Prepared, driver_connection
+from backend.db.prepared import Prepared, PreparedByShape
 from backend.domains.memory.expressions import (
     ORG_PARAM,
     R,
@@ -175,10 +174,11 @@ def _relevance(ranking: Ranking) -> ColumnElement[Any]:
     return cast(literal(0.0), Float)
 
 
-def _columns(half_lives: Mapping[str, float], sel: Selection, relevance: ColumnElement[Any]) -> list[Any]:
+def _columns(half_lives: Mapping[str, float], sel: Selection) -> list[Any]:
+    # No relevance column: it only orders (`_order`); returned, it was ranked for every row read, even unordered.
     return [R.c.id, R.c.subject, R.c.type, R.c.text, R.c.contested, R.c.commitment, R.c.episode, R.c.provenance,
             R.c.recall_count, R.c.created_at, R.c.updated_at,
-            effective_expr(half_lives, at=_at(sel)).label("effective_confidence"), relevance.label("relevance")]
+            effective_expr(half_lives, at=_at(sel)).label("effective_confidence")]
 
 
 def _order(section: str, half_lives: Mapping[str, float], sel: Selection, ranking: Ranking,
@@ -234,7 +234,7 @@ def _section_query(scope: Scope, half_lives: Mapping[str, float], sel: Selection
         ranking.mode != "confidence" and (ranking.vector is not None or ranking.text_query))
     if by_confidence:
         where.append(R.c.confidence >= _confidence_floor(half_lives, sel, where, position))
-    return (select(*_columns(half_lives, sel, relevance), literal(position).label("section_position"),
+    return (select(*_columns(half_lives, sel), literal(position).label("section_position"),
                    func.row_number().over(order_by=order).label("rank"))
             .where(*where).order_by(*order).limit(_bound("bound", position)).subquery(f"s{position}"))
 
@@ -254,7 +254,7 @@ def _commitments_of_person(scope: Scope, half_lives: Mapping[str, float], sel: S
     for owner, owner_is in ((PERSON, R.c.subject == PERSON), (null(), R.c.subject.is_(None))):
         where = [*_readable_as(scope, owner), R.c.index_id == INDEX, ACTIVE, unexpired(_at(sel)), owner_is,
                  _section_kind("commitments"), *_filters(sel, half_lives)]
-        branch = (select(*_columns(half_lives, sel, relevance), COMMITMENT_DUE.label("due"))
+        branch = (select(*_columns(half_lives, sel), COMMITMENT_DUE.label("due"))
                   .where(*where).order_by(*order).limit(bound).subquery())
         branches.append(select(branch))
     both = union_all(*branches).subquery("commitments")
@@ -288,8 +288,7 @@ def _bound_params(bounds: Mapping[str, int], sections: Sequence[str]) -> dict[st
 
 # Statements by shape: what their SQL depends on (the scope's shape, the half-lives, the sections asked for, which
 # filters and inputs are present), never a person's id, a filter's value, the input or a bound.
-_statements: OrderedDict[tuple[Any, ...], Prepared] = OrderedDict()
-_STATEMENTS_KEPT = 256
+_statements = PreparedByShape(kept=256)
 
 
 def _shape(scope: Scope, half_lives: Mapping[str, float], sel: Selection, sections: Sequence[str],
@@ -300,18 +299,6 @@ def _shape(scope: Scope, half_lives: Mapping[str, float], sel: Selection, sectio
             None if ranking.vector is None else len(ranking.vector))
 
 
-def _cached(shape: tuple[Any, ...], build: Callable[[], Any]) -> Prepared:
-    """The statement of this shape, built and compiled the first time the shape is asked for."""
-    found = _statements.get(shape)
-    if found is not None:
-        _statements.move_to_end(shape)
-        return found
-    found = _statements[shape] = Prepared(build())
-    if len(_statements) > _STATEMENTS_KEPT:
-        _statements.popitem(last=False)
-    return found
-
-
 def candidates_statement(scope: Scope, half_lives: Mapping[str, float], sel: Selection, sections: Sequence[str],
                          ranking: Ranking) -> Prepared:
     def build() -> Any:
@@ -319,7 +306,7 @@ def candidates_statement(scope: Scope, half_lives: Mapping[str, float], sel: Sel
         union = union_all(*[select(p) for p in parts]).subquery("candidates")
         return select(union).order_by(union.c.section_position, union.c.rank)
 
-    return _cached(_shape(scope, half_lives, sel, sections, ranking), build)
+    return _statements.get(_shape(scope, half_lives, sel, sections, ranking), build)
 
 
 def candidates_params(scope: Scope, half_lives: Mapping[str, float], sel: Selection, bounds: Mapping[str, int],
@@ -333,22 +320,15 @@ def candidates_params(scope: Scope, half_lives: Mapping[str, float], sel: Select
     return params
 
 
-# Serial: the planner cannot see how few rows pass a floor computed in the same statement and starts parallel
-# workers that cost more than the ranges they read (about 60 to 35 ms per block at 1M records). Custom plans, which
-# the statement needs as much, are every connection's (backend/db/engine.py).
-_SESSION_SETTINGS = "SET LOCAL max_parallel_workers_per_gather = 0"
-
-
 async def candidates(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], sel: Selection,
                      bounds: Mapping[str, int], ranking: Ranking) -> dict[str, list[dict[str, Any]]]:
-    """Per section, at most `bounds[section]` rows that pass every filter, best first: one statement, one trip."""
+    """Per section, at most `bounds[section]` rows that pass every filter, best first: one statement, one trip.
+    Planned serially in a build (`plan_mode.serial_plans_column`, set by the build's first statement)."""
     sections = [s for s, bound in bounds.items() if bound > 0]
     if not sections:
         return {}
     statement = candidates_statement(scope, half_lives, sel, sections, ranking)
     params = candidates_params(scope, half_lives, sel, bounds, sections, ranking)
-    driver = await driver_connection(db)
-    await driver.execute(_SESSION_SETTINGS)
     found: dict[str, list[dict[str, Any]]] = {s: [] for s in sections}
     for row in await statement.all(db, {name: params[name] for name in statement.names}):
         found[sections[row["section_position"]]].append(row)
@@ -389,7 +369,7 @@ async def filtered_out(db: AsyncSession, scope: Scope, half_lives: Mapping[str, 
         return {}
     shape = ("filtered", scope.shape, tuple(sorted(half_lives.items())), tuple(sections), sel.person is None,
              bool(sel.types), bool(sel.metadata), bool(sel.min_confidence), sel.at is None)
-    statement = _cached(shape, lambda: union_all(*[select(_filtered_query(scope, half_lives, sel, s, i))
+    statement = _statements.get(shape, lambda: union_all(*[select(_filtered_query(scope, half_lives, sel, s, i))
                                                     for i, s in enumerate(sections)]))
     params = {**scope_params(scope), "inj_person": sel.person, "inj_index": sel.index_id, "inj_at": sel.at,
               "inj_types": list(sel.types), "inj_metadata": dict(sel.metadata), "inj_min": sel.min_confidence,

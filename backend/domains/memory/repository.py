@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -38,7 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.scope import Scope
 from backend.db.models import KnowledgeIndex, table_of
 from backend.db.plan_mode import keep_plans_column
-from backend.db.prepared import Prepared
+from backend.db.prepared import Prepared, PreparedByShape
 from backend.domains.erasure import repository as erasure_repo
 from backend.domains.memory import bulk
 from backend.domains.memory.expressions import (
@@ -70,19 +69,7 @@ def _rows(result: Any) -> list[dict[str, Any]]:
 
 # The hot reads (one record, the records a write just made, a page of GET /memory) are built once per shape and
 # run as driver SQL; the shape is what their SQL depends on, never a person's id or a filter's value.
-_statements: OrderedDict[tuple[Any, ...], Prepared] = OrderedDict()
-_STATEMENTS_KEPT = 512
-
-
-def _statement(shape: tuple[Any, ...], build: Callable[[], Any]) -> Prepared:
-    found = _statements.get(shape)
-    if found is None:
-        found = _statements[shape] = Prepared(build())
-        if len(_statements) > _STATEMENTS_KEPT:
-            _statements.popitem(last=False)
-    else:
-        _statements.move_to_end(shape)
-    return found
+_statements = PreparedByShape()
 
 
 def _lives(half_lives: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
@@ -96,7 +83,7 @@ async def get(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float], r
             R.c.id == bindparam("record_id", type_=Text), *readable(scope, bound=True))
         return query.with_for_update(of=R) if for_update else query
 
-    statement = _statement(("get", scope.shape, _lives(half_lives), for_update), build)
+    statement = _statements.get(("get", scope.shape, _lives(half_lives), for_update), build)
     return await statement.first(db, {**scope_params(scope), "record_id": record_id})
 
 
@@ -110,7 +97,7 @@ async def get_many(db: AsyncSession, scope: Scope, half_lives: Mapping[str, floa
         return select(*record_columns(scope, half_lives, bound=True)).where(
             R.c.org_id == bindparam(ORG_PARAM, type_=Text), R.c.id == func.any(bindparam("ids", type_=ARRAY(Text))))
 
-    statement = _statement(("get_many", scope.shape, _lives(half_lives)), build)
+    statement = _statements.get(("get_many", scope.shape, _lives(half_lives)), build)
     rows = await statement.all(db, {**scope_params(scope), "ids": list(ids)})
     by_id = {r["id"]: r for r in rows}
     return [by_id[i] for i in ids if i in by_id]
@@ -132,7 +119,7 @@ async def list_page(db: AsyncSession, scope: Scope, half_lives: Mapping[str, flo
     params = {**scope_params(scope), "after_id": after_id, "limit": limit}
     for entry in found:
         params.update(entry.params)
-    return await _statement(shape, build).all(db, params)
+    return await _statements.get(shape, build).all(db, params)
 
 
 def _build_counts(scope: Scope, found: Sequence[Any]) -> Any:
@@ -159,7 +146,7 @@ async def counts(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
     params = scope_params(scope)
     for entry in found:
         params.update(entry.params)
-    rows = await _statement(shape, lambda: _build_counts(scope, found)).all(db, params)
+    rows = await _statements.get(shape, lambda: _build_counts(scope, found)).all(db, params)
     people = int(rows[0]["people"]) if rows else 0  # no record counted, nobody owning one
     return [{k: v for k, v in r.items() if k != "people"} for r in rows], people
 

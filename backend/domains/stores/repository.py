@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.scope import Scope
 from backend.db.models import KnowledgeIndex, table_of
 from backend.db.models_stores import StoreSettings
-from backend.db.prepared import Prepared
+from backend.db.plan_mode import serial_plans_column
+from backend.db.prepared import Prepared, PreparedByShape
 
 T = table_of(StoreSettings)
 INDEXES = table_of(KnowledgeIndex)
@@ -24,25 +25,25 @@ async def get(db: AsyncSession, org_id: str, index_id: str) -> dict[str, Any] | 
     return await _GET.first(db, {"org_id": org_id, "index_id": index_id})
 
 
-_STORES: dict[frozenset[str] | None, Prepared] = {}
+_STORES = PreparedByShape()
 
 
 async def index_and_sections(db: AsyncSession, scope: Scope, index_id: str
                              ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The index if the scope reaches it, with its store's saved sections (None when none were saved): what a
-    turn's injection build reads first, in one round trip. One statement per set of indexes a policy names."""
-    statement = _STORES.get(scope.indexes)
-    if statement is None:
-        if len(_STORES) > 512:
-            _STORES.clear()
-        statement = _STORES[scope.indexes] = Prepared(
-            select(INDEXES, T.c.sections.label("store_sections"))
-            .select_from(INDEXES.outerjoin(T, and_(T.c.org_id == INDEXES.c.org_id, T.c.index_id == INDEXES.c.id)))
-            .where(INDEXES.c.org_id == bindparam("org_id", type_=Text),
-                   INDEXES.c.id == bindparam("index_id", type_=Text), scope.index_clause(INDEXES.c.id)))
+    turn's injection build reads first, in one round trip. One statement per set of indexes a policy names.
+
+    It also has the rest of the transaction planned serially, for the build's candidates statement that follows
+    (`plan_mode.serial_plans_column`)."""
+    statement = _STORES.get(scope.indexes, lambda: (
+        select(INDEXES, T.c.sections.label("store_sections"), serial_plans_column().label("serial"))
+        .select_from(INDEXES.outerjoin(T, and_(T.c.org_id == INDEXES.c.org_id, T.c.index_id == INDEXES.c.id)))
+        .where(INDEXES.c.org_id == bindparam("org_id", type_=Text),
+               INDEXES.c.id == bindparam("index_id", type_=Text), scope.index_clause(INDEXES.c.id))))
     row = await statement.first(db, {"org_id": scope.org_id, "index_id": index_id})
     if row is None:
         return None, None
+    del row["serial"]
     sections = row.pop("store_sections")
     return row, sections
 

@@ -7,7 +7,6 @@ the same policy and shape; the person's id and attributes travel as parameters.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,7 +33,7 @@ from sqlalchemy.dialects.postgresql import JSONB, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
-from backend.db.prepared import Prepared
+from backend.db.prepared import Prepared, PreparedByShape
 from backend.domains.threads.repository import N_META, ORGS, T_META, I, N, T
 
 
@@ -111,23 +110,14 @@ class SearchShape:
     note_variants: tuple[int, ...]
 
 
-_statements: OrderedDict[SearchShape, Prepared] = OrderedDict()
-_STATEMENT_CACHE_SIZE = 512
+_statements = PreparedByShape()
 
 
 def search_statement(shape: SearchShape, scope: Scope) -> Prepared:
     """Building and compiling this statement costs milliseconds of Python, and handing SQLAlchemy a statement
     still costs a few tenths of one per call, so each shape (per policy, not per person) is compiled once and
     runs as driver SQL."""
-    cached = _statements.get(shape)
-    if cached is not None:
-        _statements.move_to_end(shape)
-        return cached
-    entry = Prepared(_build_search(shape, scope))
-    _statements[shape] = entry
-    if len(_statements) > _STATEMENT_CACHE_SIZE:
-        _statements.popitem(last=False)
-    return entry
+    return _statements.get(shape, lambda: _build_search(shape, scope))
 
 
 def _build_search(shape: SearchShape, scope: Scope) -> Any:
