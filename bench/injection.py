@@ -122,9 +122,12 @@ SETTINGS = "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL plan_cache_
 def _ranked(owner: str, pos: int, limit: int) -> str:
     """A ranked section by effective confidence, read as an index range above a stored-confidence floor (the
     floor is the limit-th best effective confidence among the HEAD records of highest stored confidence)."""
+    from backend.domains.injection.repository import HEAD
+
     where = f"{LIVE} AND {owner} AND {PERSONAL}"
+    head = max(HEAD, limit)
     floor = (f"coalesce((SELECT eff FROM (SELECT {EFF} AS eff FROM memory_records WHERE {where} "
-             f"ORDER BY confidence DESC LIMIT 2000) head ORDER BY eff DESC OFFSET {limit - 1} LIMIT 1), 0)")
+             f"ORDER BY confidence DESC LIMIT {head}) head ORDER BY eff DESC OFFSET {limit - 1} LIMIT 1), 0)")
     return (f"(SELECT {COLUMNS}, {EFF} AS eff, {pos} AS pos FROM memory_records WHERE {where} "
             f"AND confidence >= {floor} ORDER BY eff DESC, recall_count DESC, id LIMIT {limit})")
 

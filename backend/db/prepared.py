@@ -54,10 +54,9 @@ class Prepared:
 
     async def all(self, db: AsyncSession, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every row as a dict, in this session's transaction."""
-        driver = await driver_connection(db)
-        async with AsyncRawCursor(driver, row_factory=dict_row) as cursor:
-            await cursor.execute(self.sql, self.values(params))
-            return await cursor.fetchall() if cursor.description else []
+        cursor = await _cursor(db)
+        await cursor.execute(self.sql, self.values(params))
+        return await cursor.fetchall() if cursor.description else []
 
     async def first(self, db: AsyncSession, params: Mapping[str, Any]) -> dict[str, Any] | None:
         rows = await self.all(db, params)
@@ -95,12 +94,22 @@ async def driver_connection(db: AsyncSession) -> Any:
     Kept in the session's `info` beside the transaction it belongs to: asking SQLAlchemy for it again costs two
     awaits through its greenlet bridge per statement. A new transaction (after a commit or rollback, possibly on
     another pooled connection) asks again."""
+    return (await _known(db))[1]
+
+
+async def _cursor(db: AsyncSession) -> AsyncRawCursor[dict[str, Any]]:
+    """A cursor of the transaction's connection, kept beside it: one per statement cost a new cursor and the
+    lookup of a dumper for every parameter's type (about 20 µs a statement)."""
+    return (await _known(db))[2]
+
+
+async def _known(db: AsyncSession) -> tuple[Any, Any, AsyncRawCursor[dict[str, Any]]]:
     transaction = db.sync_session.get_transaction()
     known = db.info.get(_DRIVER)
     if transaction is not None and known is not None and known[0] is transaction and transaction.is_active:
-        return known[1]
+        return known
     connection = await db.connection()
-    raw = await connection.get_raw_connection()
-    db.info[_DRIVER] = (db.sync_session.get_transaction(), raw.driver_connection)
-    return raw.driver_connection
+    driver: Any = (await connection.get_raw_connection()).driver_connection
+    known = db.info[_DRIVER] = (db.sync_session.get_transaction(), driver, AsyncRawCursor(driver, row_factory=dict_row))
+    return known
 
