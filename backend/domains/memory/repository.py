@@ -202,7 +202,7 @@ _COLUMN_TYPES: dict[str, Any] = {"metadata": JSONB, "labels": JSONB, "commitment
                                  "tags": ARRAY(Text), "confidence": Float, "verified": Boolean,
                                  "expires_at": DateTime(timezone=True)}
 _VECTOR_TEXT = Vector().bind_processor(postgresql.dialect())  # a vector as pgvector's text form, None as None
-_index_for_write: dict[frozenset[str] | None, Prepared] = {}
+_index_for_write = PreparedByShape()
 
 
 async def index_for_write(db: AsyncSession, scope: Scope, index_id: str, lock_hashes: Sequence[str]
@@ -210,15 +210,11 @@ async def index_for_write(db: AsyncSession, scope: Scope, index_id: str, lock_ha
     """The index a write goes to, if the scope reaches it, and, in the same round trip, the shared side of the
     erasure lock of each person the write names (MEM-19; `insert_fresh` then checks no erasure came first) and
     `let_key_checks_keep_plans` for the transaction's next statements."""
-    statement = _index_for_write.get(scope.indexes)
-    if statement is None:
-        if len(_index_for_write) > 512:
-            _index_for_write.clear()
-        org = bindparam("org_id", type_=Text)
-        statement = _index_for_write[scope.indexes] = Prepared(
-            select(IDX, erasure_repo.locked_shared(org, bindparam("hashes", type_=ARRAY(Text))).label("locked"),
-                   keep_plans_column().label("plans"))
-            .where(IDX.c.org_id == org, IDX.c.id == bindparam("index_id", type_=Text), scope.index_clause(IDX.c.id)))
+    org = bindparam("org_id", type_=Text)
+    statement = _index_for_write.get(scope.indexes, lambda: (
+        select(IDX, erasure_repo.locked_shared(org, bindparam("hashes", type_=ARRAY(Text))).label("locked"),
+               keep_plans_column().label("plans"))
+        .where(IDX.c.org_id == org, IDX.c.id == bindparam("index_id", type_=Text), scope.index_clause(IDX.c.id))))
     row = await statement.first(db, {"org_id": scope.org_id, "index_id": index_id, "hashes": list(lock_hashes)})
     if row is not None:
         del row["locked"], row["plans"]
