@@ -115,15 +115,18 @@ def test_thr_7_pages_read_fixed_slices_with_searched_to(client, org, db):
     _age(db, ids[3], 40)
     _age(db, ids[4], 60)
     _age(db, ids[5], 0.02)
-    today = datetime.now(UTC).date()
+    # A slice's first day counts from the day of the newest message it reads, which is not today just after
+    # midnight: the expected days are taken from the messages' own (UTC) days.
+    day = {row[0]: row[1].astimezone(UTC).date() for row in db.execute(
+        "SELECT id, created_at FROM thread_items WHERE id = ANY(%s)", (ids,)).fetchall()}
 
     first = search(client, key, "bericht")
     assert [h["item_id"] for h in first["data"]] == [ids[0], ids[5], ids[1]]
-    assert first["searched_to"] == str(today - timedelta(days=6)) and first["next_cursor"]
+    assert first["searched_to"] == str(day[ids[0]] - timedelta(days=6)) and first["next_cursor"]
     second = search(client, key, "bericht", cursor=first["next_cursor"])
     # The next slice starts at the newest older message's day, so empty weeks cost no page.
     assert [h["item_id"] for h in second["data"]] == [ids[2]]
-    assert second["searched_to"] == str(today - timedelta(days=12 + 6))
+    assert second["searched_to"] == str(day[ids[2]] - timedelta(days=6))
     third = search(client, key, "bericht", cursor=second["next_cursor"])
     assert [h["item_id"] for h in third["data"]] == [ids[3]]
     assert third["next_cursor"] is not None  # the "uniek" message is older still
@@ -133,7 +136,7 @@ def test_thr_7_pages_read_fixed_slices_with_searched_to(client, org, db):
     # A page can come back empty and still carry a cursor: the only match lies in an older slice.
     empty = search(client, key, "uniek")
     assert empty["data"] == [] and empty["next_cursor"] is not None
-    assert empty["searched_to"] == str(today - timedelta(days=6))
+    assert empty["searched_to"] == str(day[ids[0]] - timedelta(days=6))
     found = search(client, key, "uniek", cursor=empty["next_cursor"])
     while not found["data"] and found["next_cursor"]:
         found = search(client, key, "uniek", cursor=found["next_cursor"])

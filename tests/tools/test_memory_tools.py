@@ -100,6 +100,10 @@ def test_mem_21_write_tool_creates_confirms_and_replaces(mem: Mem, client: Any, 
     # Bob saying the same words gets his own record; so does another type.
     bobs = output(call(client, mem, "write", {"type": "preference", "text": "Prefers mornings."}, mem.bob()))
     assert bobs["action"] == "created" and bobs["memory_id"] != created["memory_id"]
+    # A shared record (the application naming nobody) is confirmed in the same words too, not written twice.
+    office = output(call(client, mem, "write", {"type": "fact", "text": "The office closes at six."}, mem.nobody))
+    again = output(call(client, mem, "write", {"type": "fact", "text": "the office closes at SIX."}, mem.nobody))
+    assert (office["action"], again["action"], again["memory_id"]) == ("created", "confirmed", office["memory_id"])
     replaced = output(call(client, mem, "write", {"type": "preference", "text": "Prefers evenings.",
                                                   "replaces": created["memory_id"], "confidence": 0.9}, mem.anna()))
     assert replaced == {"memory_id": replaced["memory_id"], "action": "replaced",
