@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -206,27 +205,17 @@ _VECTOR_TEXT = Vector().bind_processor(postgresql.dialect())  # a vector as pgve
 _index_for_write = PreparedByShape()
 
 
-async def index_for_write(db: AsyncSession, scope: Scope, index_id: str, lock_hashes: Sequence[str],
-                          same_words: SameWords | None = None) -> dict[str, Any] | None:
+async def index_for_write(db: AsyncSession, scope: Scope, index_id: str, lock_hashes: Sequence[str]
+                          ) -> dict[str, Any] | None:
     """The index a write goes to, if the scope reaches it, and, in the same round trip, the shared side of the
     erasure lock of each person the write names (MEM-19; `insert_fresh` then checks no erasure came first) and
-    `let_key_checks_keep_plans` for the transaction's next statements. With `same_words`, also what
-    `find_same_words` would answer for them, as `same_words` (the write tool's lookup, a round trip fewer)."""
+    `let_key_checks_keep_plans` for the transaction's next statements."""
     org = bindparam("org_id", type_=Text)
-    shared = None if same_words is None else same_words.subject is None
-
-    def build() -> Any:
-        columns = [IDX, erasure_repo.locked_shared(org, bindparam("hashes", type_=ARRAY(Text))).label("locked"),
-                   keep_plans_column().label("plans")]
-        if shared is not None:
-            columns.append(_same_words_query(shared).scalar_subquery().label("same_words"))
-        return select(*columns).where(IDX.c.org_id == org, IDX.c.id == bindparam("index_id", type_=Text),
-                                      scope.index_clause(IDX.c.id))
-
-    params: dict[str, Any] = {"org_id": scope.org_id, "index_id": index_id, "hashes": list(lock_hashes)}
-    if same_words is not None:
-        params |= {"subject": same_words.subject, "type": same_words.type, "norm_hash": same_words.norm_hash}
-    row = await _index_for_write.get((scope.indexes, shared), build).first(db, params)
+    statement = _index_for_write.get(scope.indexes, lambda: (
+        select(IDX, erasure_repo.locked_shared(org, bindparam("hashes", type_=ARRAY(Text))).label("locked"),
+               keep_plans_column().label("plans"))
+        .where(IDX.c.org_id == org, IDX.c.id == bindparam("index_id", type_=Text), scope.index_clause(IDX.c.id))))
+    row = await statement.first(db, {"org_id": scope.org_id, "index_id": index_id, "hashes": list(lock_hashes)})
     if row is not None:
         del row["locked"], row["plans"]
     return row
@@ -288,24 +277,15 @@ async def insert_keyed(db: AsyncSession, row: dict[str, Any]) -> bool:
     return (await db.execute(stmt)).first() is not None
 
 
-@dataclass(frozen=True)
-class SameWords:
-    """Whose record of which type in which words: what `find_same_words` looks for."""
-
-    subject: str | None
-    type: str
-    norm_hash: str
-
-
-def _same_words_query(shared: bool) -> Any:
+def _same_words(shared: bool) -> Prepared:
     owner = R.c.subject.is_(None) if shared else R.c.subject == bindparam("subject", type_=Text)
-    return select(R.c.id).where(
+    return Prepared(select(R.c.id).where(
         R.c.org_id == bindparam("org_id", type_=Text), R.c.index_id == bindparam("index_id", type_=Text),
         R.c.norm_hash == bindparam("norm_hash", type_=Text), owner, R.c.type == bindparam("type", type_=Text),
-        *active_now()).order_by(R.c.id).limit(1).with_for_update()
+        *active_now()).order_by(R.c.id).limit(1).with_for_update())
 
 
-_SAME_WORDS = {shared: Prepared(_same_words_query(shared)) for shared in (True, False)}  # a shared record's, hers
+_SAME_WORDS = {True: _same_words(True), False: _same_words(False)}  # a shared record's, a person's
 
 
 async def find_same_words(db: AsyncSession, org_id: str, index_id: str, subject: str | None, type_: str,

@@ -52,8 +52,6 @@ class Draft:
     plans_kept: bool = False  # `prepare(lock=True)` let this transaction's key checks keep their plans
     # Written without its vector, which the caller has made after its commit (`embed_later`; PLT-13 allows it).
     embed_later: bool = False
-    # What `prepare(same_words=True)` found for the record's words, read with its index: asked, and the answer.
-    same_words: tuple[repo.SameWords, str | None] | None = None
 
 
 def _source(ctx: RequestContext) -> str:
@@ -70,11 +68,10 @@ def _people(ctx: RequestContext, values: dict[str, Any]) -> list[str]:
 async def prepare(ctx: RequestContext, body: MemoryCreate, *, source: str, prefix: str = "",
                   index_cache: dict[str, dict[str, Any]] | None = None,
                   provenance: dict[str, Any] | None = None, lock: bool = False,
-                  episode: dict[str, Any] | None = None, same_words: bool = False) -> Draft:
+                  episode: dict[str, Any] | None = None) -> Draft:
     """A validated draft of the record `body` asks for. With `lock`, the index is read together with the erasure
-    locks of the people the record names (`create`'s one round trip before its insert), and with `same_words` also
-    the lookup `confirm_same_words` makes next. Only extraction passes `episode`, the part of an `episode` record
-    (EXT-12), which no other write may make."""
+    locks of the people the record names (`create`'s one round trip before its insert). Only extraction passes
+    `episode`, the part of an `episode` record (EXT-12), which no other write may make."""
     scope = memory_scope(ctx)
     cache = index_cache if index_cache is not None else {}
     reject_nul(msgspec.to_builtins(body), prefix.rstrip("."))
@@ -97,18 +94,14 @@ async def prepare(ctx: RequestContext, body: MemoryCreate, *, source: str, prefi
         "commitment": commitment, "provenance": provenance, "episode": episode,
     }
     locked = _people(ctx, values) if lock else []
-    asked = repo.SameWords(ctx.person, type_name, norm_hash(body.text)) if lock and same_words else None
-    answer = None
-    if body.index_id not in cache or asked is not None:
-        found = (await repo.index_for_write(ctx.db, scope, body.index_id, locked, asked) if lock else
+    if body.index_id not in cache:
+        found = (await repo.index_for_write(ctx.db, scope, body.index_id, locked) if lock else
                  await indexes.get(ctx.db, scope, body.index_id))
         if found is None:
             raise NotFound(f"No index {body.index_id!r} is reachable with this credential.",
                            param=f"{prefix}index_id")
-        answer = found.pop("same_words", None)
         cache[body.index_id] = found
-    return Draft(cache[body.index_id], values, given, locked=locked, plans_kept=lock,
-                 same_words=None if asked is None else (asked, answer))
+    return Draft(cache[body.index_id], values, given, locked=locked, plans_kept=lock)
 
 
 async def write(ctx: RequestContext, items: list[Draft], *, started_at: datetime | None = None,
@@ -312,11 +305,7 @@ async def confirm_same_words(ctx: RequestContext, item: Draft) -> dict[str, Any]
     later deletes the one record there is (MEM-8).
     """
     v = item.values
-    asked = repo.SameWords(v["subject"], v["type"], v["norm_hash"])
-    if item.same_words is not None and item.same_words[0] == asked:
-        found = item.same_words[1]
-    else:
-        found = await repo.find_same_words(ctx.db, ctx.org_id, v["index_id"], v["subject"], v["type"], v["norm_hash"])
+    found = await repo.find_same_words(ctx.db, ctx.org_id, v["index_id"], v["subject"], v["type"], v["norm_hash"])
     current = await repo.get(ctx.db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key), found) if found \
         else None
     if current is None:

@@ -190,8 +190,7 @@ async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Ma
         create = msgspec.convert(body, MemoryCreate)
     except msgspec.ValidationError as exc:
         raise ValidationFailed(f"Tool arguments are not valid: {exc}", param="arguments") from None
-    item = await writes.prepare(ctx, create, source="model", provenance=provenance, prefix="arguments.", lock=True,
-                                same_words=not arguments.get("replaces"))
+    item = await writes.prepare(ctx, create, source="model", provenance=provenance, prefix="arguments.", lock=True)
     # A vector made at once (`hashing`) goes into the record's own statement: a later task would cost more.
     item.embed_later = (embed_later is not None and bool(index.get("embedding"))
                         and not made_at_once(index.get("embedding")))
