@@ -370,7 +370,7 @@ async def filtered_out(db: AsyncSession, scope: Scope, half_lives: Mapping[str, 
     shape = ("filtered", scope.shape, tuple(sorted(half_lives.items())), tuple(sections), sel.person is None,
              bool(sel.types), bool(sel.metadata), bool(sel.min_confidence), sel.at is None)
     statement = _statements.get(shape, lambda: union_all(*[select(_filtered_query(scope, half_lives, sel, s, i))
-                                                    for i, s in enumerate(sections)]))
+                                                            for i, s in enumerate(sections)]))
     params = {**scope_params(scope), "inj_person": sel.person, "inj_index": sel.index_id, "inj_at": sel.at,
               "inj_types": list(sel.types), "inj_metadata": dict(sel.metadata), "inj_min": sel.min_confidence,
               "inj_seen": list(exclude), "inj_reasons": bound}
