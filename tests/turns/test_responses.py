@@ -120,7 +120,8 @@ def test_trn_2_context_order_and_the_preview_gives_the_same_block(client: Any, o
     state = client.put(f"/threads/{first['thread_id']}/state", json={"state": {"goal": "plan a trip"}},
                        headers=anna(org, key))
     assert state.status_code == 200, state.text
-    turn(client, anna(org, key), input="Where do I go?", instructions="Be brief.", thread_id=first["thread_id"])
+    second = turn(client, anna(org, key), input="Where do I go?", instructions="Be brief.",
+                  thread_id=first["thread_id"])
     sent = scripted.messages(1)
     assert [m["role"] for m in sent] == ["system", "system", "system", "user", "assistant", "user"]
     assert sent[0]["content"] == "Be brief."
@@ -133,6 +134,11 @@ def test_trn_2_context_order_and_the_preview_gives_the_same_block(client: Any, o
                           json={"subject": {"id": "anna"}, "key_id": key_id, "input": "Where do I go?"})
     assert preview.status_code == 200, preview.text
     assert preview.json()["block"] == block  # byte for byte
+    # INJ-11: the turn keeps the preview's account of its block; the list of each left-out record is the
+    # previewer's alone (DSH-6), the stored trace counts them
+    kept = client.get(f"/responses/{second['id']}", headers=anna(org, key)).json()["trace"]["injection"]
+    assert "left_out" in preview.json()["trace"] and "left_out" not in kept
+    assert kept == {k: v for k, v in preview.json()["trace"].items() if k != "left_out"}
     # recall counts: bumped by the two turns, never by the preview
     counts = {r[0] for r in db.execute("SELECT recall_count FROM memory_records")}
     assert counts == {2}

@@ -42,11 +42,12 @@ class Built:
         left = self.block.left_out if self.block else []
         return any(x.reason == "dropped_by_count" and x.section in self.truncated for x in left)
 
-    def trace(self) -> dict[str, Any]:
+    def trace(self, *, left_out: bool = True) -> dict[str, Any]:
+        """INJ-11's account of the block. The previewer also lists each left-out candidate with its reason
+        (`left_out`, DSH-6); a turn's stored trace leaves that list out (it was nine tenths of the trace, up to
+        220 candidates), so `dropped_by_count` and `dropped_by_budget` are its account of what was left out."""
         block = self.block
-        left = [{"id": x.id, "section": x.section, "type": x.type, "reason": x.reason} for x in
-                (block.left_out if block else [])]
-        return {
+        trace = {
             "enabled": block is not None, "reason": self.reason, "index_id": self.index_id,
             "budget_tokens": self.budget_tokens, "estimated_tokens": block.estimated_tokens if block else 0,
             "dropped_by_count": block.dropped_by_count if block else 0,
@@ -54,8 +55,11 @@ class Built:
             "dropped_by_budget": block.dropped_by_budget if block else 0,
             "sections": block.sections if block else dict.fromkeys(SECTIONS, 0),
             "injected_ids": block.injected_ids if block else [],
-            "left_out": left + self.filtered,
         }
+        if left_out:
+            trace["left_out"] = [{"id": x.id, "section": x.section, "type": x.type, "reason": x.reason}
+                                 for x in (block.left_out if block else [])] + self.filtered
+        return trace
 
 
 def _candidate(row: dict[str, Any], section: str) -> Candidate:

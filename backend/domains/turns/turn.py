@@ -89,7 +89,7 @@ class Turn:
     def trace(self) -> dict[str, Any]:
         total_ms = (time.perf_counter() - self.started) * 1000
         model_ms = sum(c.ms for c in self.calls)
-        return {"id": self.trace_id, "injection": self.injected.trace() if self.injected else None,
+        return {"id": self.trace_id, "injection": self.injected.trace(left_out=False) if self.injected else None,
                 "tools": self.tool_trace,
                 "model": {"id": self.spec.id, "provider": self.spec.provider, "label": self.spec.label},
                 "agent": {"id": self.agent.id, "version": self.agent.version} if self.agent else None,
