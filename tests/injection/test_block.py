@@ -83,6 +83,19 @@ def test_inj_6_text_is_escaped_data_that_never_splits_a_line():
     assert len(line.splitlines()) == 1
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=40))
+def test_inj_6_a_line_is_the_standard_librarys_compact_json(text):
+    """The block's bytes must not change with the encoder: a line is what `json.dumps` writes (compact, non-ASCII
+    as it is), with the three line-breaking characters escaped."""
+    line = render_line(Candidate("x", "about_this_person", "fact", text, 0.5, owner="anna", contested=True))
+    expected = json.dumps({"type": "fact", "confidence": "50%", "text": text, "contested": True},
+                          ensure_ascii=False, separators=(",", ":"))
+    for raw in ("\u2028", "\u2029", "\u0085"):
+        expected = expected.replace(raw, f"\\u{ord(raw):04x}")
+    assert line == expected
+
+
 def _facts(n, owner="anna", size=10, section="about_this_person"):
     return [Candidate(f"{section[:3]}{i}", section, "fact", "x" * size, 1.0 - i / 1000, owner=owner)
             for i in range(n)]
