@@ -44,8 +44,8 @@ class Built:
 
     def trace(self, *, left_out: bool = True) -> dict[str, Any]:
         """INJ-11's account of the block. The previewer also lists each left-out candidate with its reason
-        (`left_out`, DSH-6); a turn's stored trace leaves that list out (it was nine tenths of the trace, up to
-        220 candidates), so `dropped_by_count` and `dropped_by_budget` are its account of what was left out."""
+        (`left_out`, DSH-6); a turn's stored trace leaves that list out (up to a few hundred candidates, nine tenths
+        of a trace's size), so `dropped_by_count` and `dropped_by_budget` are its account of what was left out."""
         block = self.block
         trace = {
             "enabled": block is not None, "reason": self.reason, "index_id": self.index_id,
