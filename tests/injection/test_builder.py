@@ -349,12 +349,15 @@ def test_inj_12_preview_shows_what_the_turn_would_inject_and_overrides_only_when
 def test_inj_13_a_builds_transaction_is_planned_serially_and_the_next_one_is_not(org, client, db, database_url):
     """The candidates statement's floors hide how few rows a section reads, and the planner's parallel workers cost
     more than the ranges (backend/db/plan_mode.py): the build's first statement turns them off for its transaction
-    only. Without it, this build's transaction would run at the server's setting."""
+    only. Without it, this build's transaction would run at the server's setting. The same statement has the
+    candidates planned for the person asking again when a write before it (a turn's input items) let plans be
+    kept."""
     from sqlalchemy import text as sql_text
 
     from backend.access.actor import Actor
     from backend.access.principal import Principal
     from backend.access.subjects import Subject
+    from backend.db.plan_mode import let_key_checks_keep_plans
     from backend.domains.injection.config import ChosenBlock, parse_block
 
     index_id, ids = _worked_store(client, org, db)
@@ -364,20 +367,23 @@ def test_inj_13_a_builds_transaction_is_planned_serially_and_the_next_one_is_not
     principal = Principal("key", org.org_id, Actor("key", "key_x"), frozenset({"memory"}), Subject("anna"), key=key)
     chosen = ChosenBlock(parse_block({"index_id": index_id}, "memory_injection"), None)
 
-    async def run() -> tuple[list[str], str, str]:
+    settings = "SELECT current_setting('max_parallel_workers_per_gather'), current_setting('plan_cache_mode')"
+
+    async def run() -> tuple[list[str], tuple[str, str], tuple[str, str]]:
         engine = make_engine(database_url, pool_size=1)
         try:
             async with make_sessionmaker(engine)() as session, session.begin():
                 await use_org(session, org.org_id)
+                await let_key_checks_keep_plans(session)  # as a turn does before inserting its input
                 built = await injection.build(session, build_scope(principal, None), {}, chosen, turn_input=None,
                                               max_budget=4000)
-                during = str((await session.execute(sql_text("SHOW max_parallel_workers_per_gather"))).scalar())
+                during = tuple((await session.execute(sql_text(settings))).one())
             async with make_sessionmaker(engine)() as session, session.begin():
-                after = str((await session.execute(sql_text("SHOW max_parallel_workers_per_gather"))).scalar())
+                after = tuple((await session.execute(sql_text(settings))).one())
             return built.block.injected_ids if built.block else [], during, after
         finally:
             await engine.dispose()
 
     injected, during, after = asyncio.run(run())
     assert ids["rex"] in injected and ids["tea"] not in injected
-    assert (during, after) == ("0", server_default)
+    assert (during, after) == (("0", "force_custom_plan"), (server_default, "force_custom_plan"))

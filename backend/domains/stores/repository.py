@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.scope import Scope
 from backend.db.models import KnowledgeIndex, table_of
 from backend.db.models_stores import StoreSettings
-from backend.db.plan_mode import serial_plans_column
+from backend.db.plan_mode import custom_plans_column, serial_plans_column
 from backend.db.prepared import Prepared, PreparedByShape
 
 T = table_of(StoreSettings)
@@ -33,17 +33,18 @@ async def index_and_sections(db: AsyncSession, scope: Scope, index_id: str
     """The index if the scope reaches it, with its store's saved sections (None when none were saved): what a
     turn's injection build reads first, in one round trip. One statement per set of indexes a policy names.
 
-    It also has the rest of the transaction planned serially, for the build's candidates statement that follows
-    (`plan_mode.serial_plans_column`)."""
+    It also has the rest of the transaction planned serially and for its values, for the build's candidates
+    statement that follows (`plan_mode.serial_plans_column`, `plan_mode.custom_plans_column`)."""
     statement = _STORES.get(scope.indexes, lambda: (
-        select(INDEXES, T.c.sections.label("store_sections"), serial_plans_column().label("serial"))
+        select(INDEXES, T.c.sections.label("store_sections"), serial_plans_column().label("serial"),
+               custom_plans_column().label("custom"))
         .select_from(INDEXES.outerjoin(T, and_(T.c.org_id == INDEXES.c.org_id, T.c.index_id == INDEXES.c.id)))
         .where(INDEXES.c.org_id == bindparam("org_id", type_=Text),
                INDEXES.c.id == bindparam("index_id", type_=Text), scope.index_clause(INDEXES.c.id))))
     row = await statement.first(db, {"org_id": scope.org_id, "index_id": index_id})
     if row is None:
         return None, None
-    del row["serial"]
+    del row["serial"], row["custom"]
     sections = row.pop("store_sections")
     return row, sections
 

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from backend.access.context import RequestContext
+from backend.db.plan_mode import let_key_checks_keep_plans
 from backend.domains.threads import repository as repo
 from backend.domains.threads import rules
 from backend.domains.threads import state as state_mod
@@ -49,6 +50,7 @@ async def create_thread(ctx: RequestContext, body: ThreadCreate) -> dict[str, An
     await repo.insert_thread(ctx.db, {"org_id": ctx.org_id, "id": thread_id, "subject": owner, "labels": labels,
                                   "metadata": metadata})
     if source is not None:
+        await let_key_checks_keep_plans(ctx.db)  # the state's key check against `threads` (backend/db/plan_mode.py)
         await repo.write_state(ctx.db, ctx.org_id, thread_id, source["state"], 1, source["size"])
     items = await _append(ctx, thread_id, list(body.items or []))
     row = await repo.get_thread(ctx.db, ctx.scope, thread_id)
@@ -150,6 +152,7 @@ async def _append(ctx: RequestContext, thread_id: str, items: list[ItemIn]) -> l
     if not items:
         return []
     rules.refuse_audio(items)  # before taking positions
+    await let_key_checks_keep_plans(ctx.db)  # each item's key check against `threads` (backend/db/plan_mode.py)
     written = await repo.append_items(ctx.db, ctx.org_id, thread_id, rules.item_rows(ctx, items))
     if written is None:
         raise NotFound(f"The thread {thread_id!r} was deleted while this request ran.", param="thread_id")
@@ -216,6 +219,7 @@ async def put_note(ctx: RequestContext, thread_id: str, item_id: str, metadata: 
     note = check_note(metadata)
     await _noted_message(ctx, thread_id, item_id)
     await rules.not_erased(ctx)
+    await let_key_checks_keep_plans(ctx.db)  # the note's key check against `thread_items` (backend/db/plan_mode.py)
     row = await repo.put_note(ctx.db, ctx.org_id, thread_id, item_id, ctx.person or "", note)
     return rules.note_document(row)
 

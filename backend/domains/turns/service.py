@@ -155,6 +155,9 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     if accepted_at is None:  # TRN-8: a request with this key is being accepted right now (it inserted first)
         raise _in_flight()
     turn.accepted_at = accepted_at if turn.people else None
+    # Each item's key check against `threads` keeps its plan; the injection build that follows in this transaction
+    # plans for its values again (backend/db/plan_mode.py).
+    await let_key_checks_keep_plans(ctx.db)
     await _append(ctx, turn, list(turn.items))
     return turn
 
