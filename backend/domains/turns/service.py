@@ -155,9 +155,7 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     if accepted_at is None:  # TRN-8: a request with this key is being accepted right now (it inserted first)
         raise _in_flight()
     turn.accepted_at = accepted_at if turn.people else None
-    # Each item's key check against `threads` keeps its plan; the injection build that follows in this transaction
-    # plans for its values again (backend/db/plan_mode.py).
-    await let_key_checks_keep_plans(ctx.db)
+    await let_key_checks_keep_plans(ctx.db)  # for the items' key checks; the build plans anew (db/plan_mode.py)
     await _append(ctx, turn, list(turn.items))
     return turn
 
@@ -317,9 +315,7 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
     ctx = turn.ctx
     status = "failed" if failure else "completed"
     error = {"code": failure.code, "message": failure.message} if failure else None
-    # Only writes by primary key follow, each with its foreign-key checks: their generic plans are the ones a
-    # custom plan would find, and planning each statement for its values cost about 0.3 ms a turn.
-    await let_key_checks_keep_plans(ctx.db)
+    await let_key_checks_keep_plans(ctx.db)  # writes by key follow: planning each for its values cost ~0.3 ms a turn
     if turn.stored:
         # MEM-19: a person erased while the model answered gets nothing back; the erasure's lock is taken before
         # any row lock here, as the erasure itself takes it (the other order deadlocks with it).
