@@ -8,38 +8,12 @@ organisation beside a million of another, a 1,000-record batch took 1.9 s instea
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import psycopg
 
 from tests.memory.conftest import Mem
-
-
-def _modes_around(mem: Mem, settings: Any, database_url: str, write: Any) -> tuple[str, str]:
-    """`plan_cache_mode` at the end of a write's transaction, and in the next transaction on the same connection."""
-    from sqlalchemy import text as sql_text
-
-    from backend import contexts
-    from backend.db.engine import make_engine, make_sessionmaker
-
-    headers = mem.anna()
-
-    async def run() -> tuple[str, str]:
-        engine = make_engine(database_url, pool_size=1)
-        try:
-            async with make_sessionmaker(engine)() as db, db.begin():
-                ctx = await contexts.for_credential(db, settings, authorization=headers["Authorization"],
-                                                    subject_header=headers["X-Core-Subject"])
-                await write(ctx)
-                during = str((await db.execute(sql_text("SHOW plan_cache_mode"))).scalar())
-            async with make_sessionmaker(engine)() as db, db.begin():
-                after = str((await db.execute(sql_text("SHOW plan_cache_mode"))).scalar())
-            return during, after
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(run())
+from tests.plans import key_check_plans, modes_around
 
 
 def test_mem_4_a_batch_and_a_single_write_let_their_key_checks_keep_plans_and_reads_after_them_do_not(
@@ -56,8 +30,8 @@ def test_mem_4_a_batch_and_a_single_write_let_their_key_checks_keep_plans_and_re
     async def single(ctx: Any) -> None:
         await writes.create(ctx, body(100))
 
-    assert _modes_around(mem, settings, database_url, batch) == ("auto", "force_custom_plan")
-    assert _modes_around(mem, settings, database_url, single) == ("auto", "force_custom_plan")
+    assert modes_around(mem.anna(), settings, database_url, batch) == ("auto", "force_custom_plan")
+    assert modes_around(mem.anna(), settings, database_url, single) == ("auto", "force_custom_plan")
 
 
 def test_mem_4_the_key_check_of_an_organisation_the_statistics_do_not_know_needs_its_generic_plan(
@@ -70,16 +44,6 @@ def test_mem_4_the_key_check_of_an_organisation_the_statistics_do_not_know_needs
                "SELECT %s, 'mem_stats_' || n, %s, 'p' || (n %% 50), 'fact', 'text ' || n, md5(n::text), 1.0, 'api' "
                "FROM generate_series(1, 3000) n", (known, mem.index_id))
     db.execute("ANALYZE memory_records")
-    check = "SELECT 1 FROM memory_records x WHERE org_id = $1 AND id = $2 FOR KEY SHARE OF x"
-    with psycopg.connect(db.info.dsn, autocommit=False) as conn:
-        def plan(mode: str) -> str:
-            conn.execute(f"SET plan_cache_mode = {mode}")
-            conn.execute(f"PREPARE key_check_{mode} (text, text) AS {check}")
-            for _ in range(6):  # past the five custom plans PostgreSQL makes first
-                conn.execute(f"EXECUTE key_check_{mode} ('{new}', 'mem_x')")
-            return "\n".join(r[0] for r in conn.execute(f"EXPLAIN EXECUTE key_check_{mode} ('{new}', 'mem_x')"))
-
-        custom, generic = plan("force_custom_plan"), plan("auto")
-        conn.rollback()
+    custom, generic = key_check_plans(db.info.dsn, "memory_records", new, "mem_x")
     assert "pk_memory_records" not in custom, custom
     assert "pk_memory_records" in generic, generic
