@@ -205,16 +205,19 @@ _VECTOR_TEXT = Vector().bind_processor(postgresql.dialect())  # a vector as pgve
 _index_for_write = PreparedByShape()
 
 
+def _index_for_write_query(scope: Scope) -> Any:
+    org = bindparam("org_id", type_=Text)
+    return (select(IDX, erasure_repo.locked_shared(org, bindparam("hashes", type_=ARRAY(Text))).label("locked"),
+                   keep_plans_column().label("plans"))
+            .where(IDX.c.org_id == org, IDX.c.id == bindparam("index_id", type_=Text), scope.index_clause(IDX.c.id)))
+
+
 async def index_for_write(db: AsyncSession, scope: Scope, index_id: str, lock_hashes: Sequence[str]
                           ) -> dict[str, Any] | None:
     """The index a write goes to, if the scope reaches it, and, in the same round trip, the shared side of the
     erasure lock of each person the write names (MEM-19; `insert_fresh` then checks no erasure came first) and
     `let_key_checks_keep_plans` for the transaction's next statements."""
-    org = bindparam("org_id", type_=Text)
-    statement = _index_for_write.get(scope.indexes, lambda: (
-        select(IDX, erasure_repo.locked_shared(org, bindparam("hashes", type_=ARRAY(Text))).label("locked"),
-               keep_plans_column().label("plans"))
-        .where(IDX.c.org_id == org, IDX.c.id == bindparam("index_id", type_=Text), scope.index_clause(IDX.c.id))))
+    statement = _index_for_write.get(scope.indexes, lambda: _index_for_write_query(scope))
     row = await statement.first(db, {"org_id": scope.org_id, "index_id": index_id, "hashes": list(lock_hashes)})
     if row is not None:
         del row["locked"], row["plans"]
