@@ -61,9 +61,16 @@ def test_plt_13_the_model_reads_a_write_tools_result_without_waiting_for_the_rec
                           (index_id,)).fetchall()
 
     seen: list[Any] = []
+
+    def once_committed() -> None:  # the record's insert may still be finishing when the model reads its result
+        deadline = time.monotonic() + 10
+        while not kept() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen.append(kept())
+
     scripted.embeddings_open.clear()  # the embedding provider answers nothing until the end of the turn
     scripted.reply(tool_calls=[(write, {"type": "preference", "text": "Prefers tea over coffee"})])
-    scripted.reply("Noted.", before=lambda: seen.append(kept()))
+    scripted.reply("Noted.", before=once_committed)
     answer = turn(client, anna(org, key), input="I prefer tea.", tools=[{"type": "tool", "name": write}])
     assert answer["status"] == "completed" and json.loads(answer["output"][1]["output"])["action"] == "created"
     assert seen == [[("Prefers tea over coffee", None)]]  # when the model read the tool's result
@@ -101,6 +108,86 @@ def test_plt_13_a_hashing_vector_is_kept_with_the_write_tools_record(client: Any
     expected = HashingEmbeddings(64).embed_one("Prefers tea over coffee")
     assert [round(float(v), 5) for v in str(vector).strip("[]").split(",")] == [round(v, 5) for v in expected]
     assert scripted.embedding_requests == []
+
+
+def test_trn_3_the_model_reads_a_write_tools_result_while_its_record_is_inserted(
+        client: Any, org: Org, scripted: Any, db: Any, database_url: str) -> None:
+    """A write tool answers the model once everything that may refuse the call has run. The record's insert (its
+    vector's insertion into the HNSW index is the slow part) and the commit finish while the model reads the
+    result, and the turn ends only after them. Here the insert waits for a table lock the test holds until the
+    model has been asked again."""
+    import threading
+
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    index_id, key = _store(client, org)
+    write = f"memory__{index_id}__write"
+    holder = psycopg.connect(make_url(database_url).set(drivername="postgresql").render_as_string(
+        hide_password=False))
+    holder.execute("LOCK TABLE memory_records IN SHARE MODE")  # reads go on; an insert waits
+    released = threading.Lock()
+
+    def release() -> None:
+        with released:
+            if not holder.closed:
+                holder.rollback()
+                holder.close()
+
+    def insert_waiting() -> bool:
+        return bool(db.execute("SELECT count(*) FROM pg_locks WHERE relation = 'memory_records'::regclass "
+                               "AND NOT granted").fetchone()[0])
+
+    seen: list[bool] = []
+
+    def when_asked_again() -> None:
+        deadline = time.monotonic() + 5
+        while not insert_waiting() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen.append(insert_waiting())
+        release()
+
+    safety = threading.Timer(8, release)  # code that waits for the insert before answering the model ends too
+    safety.start()
+    try:
+        scripted.reply(tool_calls=[(write, {"type": "preference", "text": "Prefers tea over coffee"})])
+        scripted.reply("Noted.", before=when_asked_again)
+        answer = turn(client, anna(org, key), input="I prefer tea.", tools=[{"type": "tool", "name": write}])
+    finally:
+        safety.cancel()
+        release()
+    assert seen == [True]  # the model was asked again while the record's insert waited
+    assert answer["status"] == "completed" and answer["output_text"] == "Noted."
+    written = json.loads(answer["output"][1]["output"])
+    record = client.get(f"/memory/{written['memory_id']}", headers=anna(org, key))
+    assert record.status_code == 200 and record.json()["text"] == "Prefers tea over coffee"
+
+
+def test_trn_3_a_write_that_fails_after_the_model_read_its_result_fails_the_turn(
+        client: Any, org: Org, scripted: Any, db: Any) -> None:
+    """Should the record's insert fail once the model has read "created", the turn fails (TRN-11) and its thread
+    keeps the call with an error instead of the result: nothing claims a record that is not there."""
+    index_id, key = _store(client, org)
+    write = f"memory__{index_id}__write"
+    db.execute("CREATE FUNCTION test_refuse_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+               "IF NEW.text = 'Refuse me' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$")
+    db.execute("CREATE TRIGGER test_refuse_insert BEFORE INSERT ON memory_records FOR EACH ROW "
+               "EXECUTE FUNCTION test_refuse_insert()")
+    try:
+        scripted.reply(tool_calls=[(write, {"type": "fact", "text": "Refuse me"})]).reply("Saved it.")
+        answer = turn(client, anna(org, key), input="Remember: refuse me.", tools=[{"type": "tool", "name": write}])
+    finally:
+        db.execute("DROP TRIGGER test_refuse_insert ON memory_records")
+        db.execute("DROP FUNCTION test_refuse_insert()")
+    assert answer["status"] == "failed" and answer["error"]["code"] == "tool_write_failed", answer
+    assert "after the model was told it succeeded" in answer["error"]["message"]
+    assert json.loads(scripted.messages(1)[-1]["content"])["action"] == "created"  # what the model read
+    assert db.execute("SELECT count(*) FROM memory_records WHERE text = 'Refuse me'").fetchone()[0] == 0
+    kept = items(client, anna(org, key), answer["thread_id"])
+    assert [i["type"] for i in kept][:3] == ["message", "function_call", "function_call_output"]
+    assert kept[2]["output"] == "" and kept[2]["error"] == answer["error"]["message"]
+    trace = client.get(f"/responses/{answer['id']}", headers=anna(org, key)).json()["trace"]
+    assert [(t["name"], t["status"]) for t in trace["tools"]] == [(write, "error")]
 
 
 def test_mem_21_a_refused_type_is_a_tool_error_the_model_reads(client: Any, org: Org, scripted: Any) -> None:

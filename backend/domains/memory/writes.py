@@ -203,18 +203,30 @@ def in_one_statement(item: Draft) -> bool:
 async def insert_fresh(ctx: RequestContext, item: Draft) -> dict[str, Any]:
     """A draft of `prepare(lock=True)` that is `in_one_statement`: the record, its history version and the check
     that nobody it names was erased meanwhile (under the locks `prepare` took) in one statement."""
+    return await insert_checked(ctx, item, await checked_row(ctx, item))
+
+
+async def checked_row(ctx: RequestContext, item: Draft) -> dict[str, Any]:
+    """`insert_fresh`'s first half: the policy's judgement (which may refuse) and the row to insert, with its new
+    id and its vector. A caller that must answer before the insert (a turn's write tool) inserts it later in the
+    same transaction with `insert_checked`."""
     v = item.values
     assert item.locked == _people(ctx, v), "the people's erasure locks are taken by prepare(lock=True)"
     check_write(ctx, v["subject"], v["labels"], detail={"index_id": v["index_id"], "type": v["type"], "position": 0})
     vector = None if item.embed_later else (await embed(item.index, [v["text"]]))[0]
     if not item.plans_kept:
         await let_key_checks_keep_plans(ctx.db)
-    row = await repo.insert_fresh(ctx.db, {**v, "id": new_id("mem"), "embedding": vector,
-                                           "embedding_model": model_of(item.index, vector)},
-                                  actor_type=ctx.actor.type, actor_id=ctx.actor.id, people_hashes=item.locked)
-    if row is None:
+    return {**v, "id": new_id("mem"), "embedding": vector, "embedding_model": model_of(item.index, vector)}
+
+
+async def insert_checked(ctx: RequestContext, item: Draft, row: dict[str, Any]) -> dict[str, Any]:
+    """`insert_fresh`'s second half: the statement. Refused (409) only if a person it names was erased since the
+    transaction began."""
+    written = await repo.insert_fresh(ctx.db, row, actor_type=ctx.actor.type, actor_id=ctx.actor.id,
+                                      people_hashes=item.locked)
+    if written is None:
         raise erasure.erased_meanwhile()
-    return row
+    return written
 
 
 async def create_batch(ctx: RequestContext, bodies: Sequence[MemoryCreate]) -> tuple[list[dict[str, Any]], list[bool]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -25,6 +25,8 @@ WRITE = "write"
 SEARCH_LIMIT = 10
 SEARCH_MAX = 50
 TYPE_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+# A statement of a tool's transaction that its caller may run after answering (`run_write`'s `insert_later`).
+LaterStep = Callable[[], Awaitable[object]]
 INSTANT = {"type": "string", "format": "date-time",
            "description": "An RFC 3339 instant with an offset, such as 2026-10-01T09:00:00+02:00"}
 
@@ -164,10 +166,13 @@ async def run_search(ctx: RequestContext, index: Mapping[str, Any], arguments: M
 
 
 async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Mapping[str, Any], *,
-                    provenance: dict[str, Any] | None = None, embed_later: list[str] | None = None) -> str:
+                    provenance: dict[str, Any] | None = None, embed_later: list[str] | None = None,
+                    insert_later: list[LaterStep] | None = None) -> str:
     """The write tool. With `embed_later`, a record of an index whose provider asks a server or runs a model is
     kept without its vector and its id added to the list, for the caller to embed once its transaction has
-    committed (backend/domains/memory/embed_later)."""
+    committed (backend/domains/memory/embed_later). With `insert_later`, a new record's insert is appended to it
+    once everything that may refuse the call has run (only its statement remains, refused only by an erasure
+    since the transaction began), for the caller to run in the same transaction after answering."""
     types = store_types(index)
     kind = arguments.get("type")
     if isinstance(kind, str) and kind not in types:
@@ -206,7 +211,11 @@ async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Ma
             answer = {"memory_id": existing["id"], "action": "confirmed"}
             confidence = existing["confidence"]
         else:
-            if writes.in_one_statement(item):
+            if writes.in_one_statement(item) and insert_later is not None:
+                row = await writes.checked_row(ctx, item)
+                insert_later.append(lambda: writes.insert_checked(ctx, item, row))
+                memory_id = row["id"]
+            elif writes.in_one_statement(item):
                 memory_id = (await writes.insert_fresh(ctx, item))["id"]
             else:
                 memory_id = (await writes.write(ctx, [item]))[0][0]

@@ -1,21 +1,31 @@
 """The bounded tool loop (TRN-3): the model answers, the platform runs its own tools and asks again, and client
 function calls go back to the caller. No transaction is held while the model thinks; each platform tool call is
-one short transaction of its own, like the REST call it mirrors (POST /tools/{name}/call)."""
+one short transaction of its own, like the REST call it mirrors (POST /tools/{name}/call).
+
+A memory write tool answers the model as soon as everything that may refuse it has run; its record's insert (with
+the vector's insertion into the HNSW index, the slow part) and the commit finish in a task while the model reads
+the answer (`Turn.committing`). Nothing else uses the turn's session until `settle` has waited for that task, and
+should the insert fail after all, the turn fails: the model was told of a record that is not there."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import time
 from typing import Any
 
 from backend.domains.memory import embed_later
 from backend.domains.tools import service as tools
+from backend.domains.tools.memory_tools import LaterStep
 from backend.domains.turns import privacy, state_tool
 from backend.domains.turns.inputs import WORKING_STATE_TOOL
 from backend.domains.turns.turn import ModelCall, Turn, TurnFailure
 from backend.errors import ApiError, PolicyDenied
 from backend.ids import new_id
 from backend.providers.chat import CallOptions, ChatAnswer, ModelError, ToolCall, complete
+
+log = logging.getLogger(__name__)
 
 
 def options(turn: Turn) -> CallOptions:
@@ -31,6 +41,38 @@ def message_item(text: str) -> dict[str, Any]:
 
 async def run(turn: Turn) -> None:
     """Ask the model until it answers in words or calls a client function; raises TurnFailure."""
+    try:
+        await _rounds(turn)
+    finally:
+        await settle(turn)
+
+
+async def settle(turn: Turn) -> None:
+    """Wait for a platform tool's transaction still finishing. Should it fail (a person the record names erased
+    since it began, or an error of the database), the turn fails and the call's result in the thread says so."""
+    if turn.committing is None:
+        return
+    (task, call_id), turn.committing = turn.committing, None
+    try:
+        await task
+    except Exception as failed:
+        await turn.ctx.db.rollback()
+        if isinstance(failed, ApiError):
+            why = failed.message
+        else:
+            log.exception("a memory write tool's insert failed after the model read its result")
+            why = "the database refused it; nothing was written."
+        error = f"The memory write failed after the model was told it succeeded: {why}"
+        for item in turn.produced:
+            if item["type"] == "function_call_output" and item["call_id"] == call_id:
+                item.update(output="", error=error)
+        for traced in turn.tool_trace:
+            if traced["call_id"] == call_id:
+                traced["status"] = "error"
+        raise TurnFailure("tool_write_failed", error) from failed
+
+
+async def _rounds(turn: Turn) -> None:
     definitions = turn.tools.definitions(turn.ctx, turn.zone)
     limit = turn.ctx.settings.turn_max_tool_rounds
     while True:
@@ -91,6 +133,7 @@ async def _ask(turn: Turn, definitions: list[dict[str, Any]]) -> ChatAnswer:
 
 async def _run_platform_tool(turn: Turn, call: ToolCall, call_item_id: str) -> tuple[str, str | None]:
     """(output, error). A refusal is something the model reads and may recover from, never a failed turn."""
+    await settle(turn)  # the session is free again
     started = time.perf_counter()
     status = "completed"
     error: str | None
@@ -126,14 +169,11 @@ async def _dispatch(turn: Turn, call: ToolCall, arguments: dict[str, Any], call_
         return "", f"There is no tool named {call.name!r} in this turn; offered: {offered}."
     index = turn.tools.memory[call.name]  # resolved when the turn was accepted
     unembedded: list[str] = []  # the model does not wait for the record's vector: it is made after the commit
+    later: list[LaterStep] = []  # nor for the record's insert (see the module's text)
     try:
         output = await tools.call(ctx, call.name, arguments, turn.body.timezone,
                                   provenance={**turn.provenance, "item_id": call_item_id}, index=index,
-                                  embed_later=unembedded)
-        await ctx.db.commit()
-        if unembedded:
-            embed_later.soon(ctx.db, ctx.org_id, index, unembedded)
-        return output, None
+                                  embed_later=unembedded, insert_later=later)
     except PolicyDenied as denied:
         await ctx.db.rollback()
         await ctx.audit(denied.action, object_type=denied.object_type, object_id=denied.object_id,
@@ -143,3 +183,16 @@ async def _dispatch(turn: Turn, call: ToolCall, arguments: dict[str, Any], call_
     except ApiError as refused:
         await ctx.db.rollback()
         return tools.tool_error_output(refused), refused.message
+    turn.committing = (asyncio.get_running_loop().create_task(_finish_write(turn, later, index, unembedded)),
+                       call.id)
+    return output, None
+
+
+async def _finish_write(turn: Turn, later: list[LaterStep], index: dict[str, Any], unembedded: list[str]) -> None:
+    """The rest of a memory tool's transaction, while the model reads its answer."""
+    db = turn.ctx.db
+    for step in later:
+        await step()
+    await db.commit()
+    if unembedded:
+        embed_later.soon(db, turn.ctx.org_id, index, unembedded)

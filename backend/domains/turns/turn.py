@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -72,6 +73,8 @@ class Turn:
     pseudonymizer: Any = None  # a Pseudonymizer when the key hides personal data (TRN-10)
     state_written: bool | None = None
     rounds: int = 0
+    # a platform tool's transaction finishing while the model reads its result, and the call's id (loop.settle)
+    committing: tuple[asyncio.Task[None], str] | None = None
     # MEM-19: whose erasure after `accepted_at` (the accepting transaction's start) stops the turn from keeping more
     people: tuple[str, ...] = ()
     accepted_at: datetime | None = None
