@@ -40,6 +40,9 @@ def _now() -> Any:
 _OPEN_COMMITMENT = "type = 'commitment' AND status = 'active' AND (commitment ->> 'status') = 'open'"
 # coremem_commitment_due (migration 0006): a commitment's due_at as timestamptz, immutable, so indexable.
 _COMMITMENT_DUE = sql_text("coremem_commitment_due(commitment)")
+# What a section's confidence floor reads besides the key: the type, and the expiry and last update of the decayed
+# confidence (injection.repository._confidence_floor).
+_FLOOR_READS = ["type", "expires_at", "updated_at"]
 
 
 def _hnsw(dims: int, *, shared: bool = False) -> Index:
@@ -107,12 +110,13 @@ class MemoryRecord(Base):
               unique=True, postgresql_where=sql_text("key IS NOT NULL"), postgresql_nulls_not_distinct=True),
         Index("ix_memory_records_org_id_index_id_not_active", "org_id", "index_id",
               postgresql_where=sql_text("status <> 'active'")),
-        # Injection (INJ-13): each section reads an index range, never a whole store's shared records.
+        # Injection (INJ-13): each section reads an index range, never a whole store's shared records; what the
+        # section's confidence floor reads rides along, so the floor is index-only (migration 0021).
         Index("ix_memory_records_org_id_index_id_subject_confidence", "org_id", "index_id", "subject", "confidence",
-              postgresql_where=sql_text("status = 'active'")),
+              postgresql_include=_FLOOR_READS, postgresql_where=sql_text("status = 'active'")),
         # A store's shared records in rank order (`subject IS NULL` is no equality the planner can order by).
         Index("ix_memory_records_shared_confidence", "org_id", "index_id", "confidence",
-              postgresql_where=sql_text("status = 'active' AND subject IS NULL")),
+              postgresql_include=_FLOOR_READS, postgresql_where=sql_text("status = 'active' AND subject IS NULL")),
         Index("ix_memory_records_open_commitments", "org_id", "index_id", "subject", _COMMITMENT_DUE,
               postgresql_where=sql_text(_OPEN_COMMITMENT)),
         Index("ix_memory_records_shared_open_commitments", "org_id", "index_id", _COMMITMENT_DUE,

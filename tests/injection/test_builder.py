@@ -387,3 +387,53 @@ def test_inj_13_a_builds_transaction_is_planned_serially_and_the_next_one_is_not
     injected, during, after = asyncio.run(run())
     assert ids["rex"] in injected and ids["tea"] not in injected
     assert (during, after) == (("0", "force_custom_plan"), (server_default, "force_custom_plan"))
+
+
+def test_inj_13_a_sections_confidence_floor_reads_the_index_alone(org, client, db, database_url):
+    """The floors of "about this person" and "organisation" read the records of highest stored confidence with
+    their type, expiry and last update; the confidence indexes carry those (migration 0021), so once the table is
+    vacuumed each floor is an index-only range that visits no table page."""
+    from backend.access.actor import Actor
+    from backend.access.principal import Principal
+    from backend.access.subjects import Subject
+    from backend.domains.injection import repository as repo
+    from bench.plans import Wanted, explaining, starting
+
+    index_id = _index(client, org)
+    # A page is marked visible to all only once its rows' commit is on disk (the test server commits without
+    # waiting: tests/conftest.py).
+    db.execute("SET synchronous_commit = on")
+    db.execute("""INSERT INTO memory_records (org_id, id, index_id, subject, type, text, norm_hash, confidence,
+                  source, updated_at)
+                  SELECT %s, 'mem_floor_' || n, %s, CASE WHEN n %% 2 = 0 THEN 'anna' END,
+                         (ARRAY['fact', 'preference', 'note'])[1 + n %% 3], 'x', 'h', (n %% 997) / 997.0, 'api',
+                         now() - make_interval(days => n %% 90)
+                  FROM generate_series(1, 6000) n""", (org.org_id, index_id))
+    db.execute("VACUUM ANALYZE memory_records")
+    key = {"id": "key_x", "org_id": org.org_id, "policy": default_policy(), "capabilities": ["memory"], "memory": {}}
+    principal = Principal("key", org.org_id, Actor("key", "key_x"), frozenset({"memory"}), Subject("anna"), key=key)
+
+    async def plan() -> list[str]:
+        engine = make_engine(database_url, pool_size=1)
+        try:
+            async with make_sessionmaker(engine)() as session, session.begin():
+                await use_org(session, org.org_id)
+                with explaining([Wanted("candidates", starting("SELECT candidates."))]) as plans:
+                    await repo.candidates(session, build_scope(principal, None), {"fact": 30.0},
+                                          repo.Selection(index_id, "anna", [], {}, None),
+                                          {"about_this_person": 20, "organisation": 20},
+                                          repo.Ranking("confidence", None, None))
+        finally:
+            await engine.dispose()
+        found = plans["candidates"]
+        assert isinstance(found, list), found
+        return found
+
+    lines = asyncio.run(plan())
+    floors = [i for i, line in enumerate(lines) if "Scan Backward using ix_memory_records_" in line]
+    assert [lines[i].split(" using ")[1].split(" on ")[0] for i in floors] == [
+        "ix_memory_records_org_id_index_id_subject_confidence", "ix_memory_records_shared_confidence"], lines
+    for i in floors:
+        assert "Index Only Scan Backward" in lines[i], lines
+        fetches = next(line for line in lines[i + 1:] if "Heap Fetches" in line)
+        assert fetches.strip() == "Heap Fetches: 0", lines
