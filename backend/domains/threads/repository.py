@@ -38,7 +38,7 @@ from backend.db.models_threads import (
     ThreadState,
     ThreadSummary,
 )
-from backend.db.prepared import Prepared
+from backend.db.prepared import Prepared, PreparedByShape
 from backend.domains.turns import repository as turns_repo
 from shared.schemas.threads import ThreadQuery
 
@@ -75,14 +75,17 @@ def _counts_lateral() -> Any:
             .lateral("counts"))
 
 
-def _thread_select(scope: Scope) -> Select[Any]:
+def _thread_select(scope: Scope, *, bound: bool = False) -> Select[Any]:
+    """Threads the scope sees, with their counts and what it may do to them; with `bound`, the organisation and
+    the person's values are parameters (`org_id` and `scope.params()`), so one statement serves a shape."""
     counts = _counts_lateral()
+    org = bindparam("org_id", type_=Text) if bound else scope.org_id
     return (select(T, counts.c.count_user, counts.c.count_assistant, counts.c.count_developer,
-                   scope.visible("thread", "write", T.c.subject, T.c.labels).label("can_write"),
-                   scope.visible("thread", "delete", T.c.subject, T.c.labels).label("can_delete"))
+                   scope.visible("thread", "write", T.c.subject, T.c.labels, bound=bound).label("can_write"),
+                   scope.visible("thread", "delete", T.c.subject, T.c.labels, bound=bound).label("can_delete"))
             .select_from(T.join(counts, true()))
-            .where(T.c.org_id == scope.org_id, T.c.deleted_at.is_(None),
-                   scope.visible("thread", "see", T.c.subject, T.c.labels)))
+            .where(T.c.org_id == org, T.c.deleted_at.is_(None),
+                   scope.visible("thread", "see", T.c.subject, T.c.labels, bound=bound)))
 
 
 # ---------------------------------------------------------------- threads
@@ -106,9 +109,14 @@ async def insert_thread_reserving(db: AsyncSession, values: dict[str, Any], coun
     return 1, row["updated_at"]
 
 
+_thread_by_id = PreparedByShape()
+
+
 async def get_thread(db: AsyncSession, scope: Scope, thread_id: str) -> dict[str, Any] | None:
-    row = (await db.execute(_thread_select(scope).where(T.c.id == thread_id))).first()
-    return dict(row._mapping) if row else None
+    """A thread the scope sees (every turn that continues one reads it): one statement per policy shape."""
+    statement = _thread_by_id.get(scope.shape, lambda: _thread_select(scope, bound=True).where(
+        T.c.id == bindparam("thread_id", type_=Text)))
+    return await statement.first(db, {"org_id": scope.org_id, "thread_id": thread_id, **scope.params()})
 
 
 async def get_threads(db: AsyncSession, scope: Scope, thread_ids: Sequence[str]) -> list[dict[str, Any]]:
