@@ -155,7 +155,7 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     if accepted_at is None:  # TRN-8: a request with this key is being accepted right now (it inserted first)
         raise _in_flight()
     turn.accepted_at = accepted_at if turn.people else None
-    await let_key_checks_keep_plans(ctx.db)  # for the items' key checks; the build plans anew (db/plan_mode.py)
+    # The insert let the items' key checks keep plans; the build plans anew (db/plan_mode.py).
     await _append(ctx, turn, list(turn.items))
     return turn
 
