@@ -211,12 +211,13 @@ async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Ma
             answer = {"memory_id": existing["id"], "action": "confirmed"}
             confidence = existing["confidence"]
         else:
-            if writes.in_one_statement(item) and insert_later is not None:
+            if writes.in_one_statement(item):
                 row = await writes.checked_row(ctx, item)
-                insert_later.append(lambda: writes.insert_checked(ctx, item, row))
+                if insert_later is not None:
+                    insert_later.append(lambda: writes.insert_checked(ctx, item, row))
+                else:
+                    await writes.insert_checked(ctx, item, row)
                 memory_id = row["id"]
-            elif writes.in_one_statement(item):
-                memory_id = (await writes.insert_fresh(ctx, item))["id"]
             else:
                 memory_id = (await writes.write(ctx, [item]))[0][0]
             answer = {"memory_id": memory_id, "action": "created"}
