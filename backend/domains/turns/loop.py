@@ -1,6 +1,6 @@
 """The bounded tool loop (TRN-3): the model answers, the platform runs its own tools and asks again, and client
-function calls go back to the caller. No transaction is held while the model thinks; each platform tool call is
-one short transaction of its own, like the REST call it mirrors (POST /tools/{name}/call).
+function calls go back to the caller. No transaction waits for the model; each platform tool call is one short
+transaction of its own, like the REST call it mirrors (POST /tools/{name}/call).
 
 A memory write tool answers the model as soon as everything that may refuse it has run; its record's insert (with
 the vector's insertion into the HNSW index, the slow part) and the commit finish in a task while the model reads
