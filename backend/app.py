@@ -25,7 +25,7 @@ from backend.domains.exports.controller import ExportController
 from backend.domains.extraction.controller import ExtractionController
 from backend.domains.indexes.controller import IndexController
 from backend.domains.keys.controller import KeyController, OwnKeyController
-from backend.domains.memory import embed_later
+from backend.domains.memory import embed_later, recall_tally
 from backend.domains.memory.controller import MemoryController
 from backend.domains.models.controller import AdminModelController, ModelController
 from backend.domains.orgs.controller import AdminController, OrgController
@@ -103,6 +103,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
             yield
         finally:
             await embed_later.settle()  # the vectors of a turn's last memory writes, before the pool closes
+            await recall_tally.settle()  # the recall counts of the last turns
             await engine.dispose()
 
     mcp = McpEndpoint(settings)  # /mcp: the MCP server over streamable HTTP

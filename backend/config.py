@@ -50,6 +50,7 @@ class Settings:
     rate_limit_per_second: float = 0.0  # per key and process; 0: no limit
     rate_limit_burst: int = 0  # the bucket's size; 0: one second's worth (at least 1)
     jobs_stalled_seconds: float = 60.0  # a job whose worker sent no heartbeat this long is queued again
+    recall_flush_seconds: float = 1.0  # INJ-8: turns' recall counts are written together this often
 
     def with_overrides(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -81,6 +82,7 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         rate_limit_per_second=float(env.get("CORE_RATE_LIMIT_PER_SECOND", "0")),
         rate_limit_burst=int(env.get("CORE_RATE_LIMIT_BURST", "0")),
         jobs_stalled_seconds=float(env.get("CORE_JOBS_STALLED_SECONDS", "60")),
+        recall_flush_seconds=float(env.get("CORE_RECALL_FLUSH_SECONDS", "1")),
     )
 
 

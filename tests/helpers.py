@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -105,6 +106,16 @@ def bootstrap_org(client: Any, settings: Settings, database_url: str, name: str,
         db, org_name=name, admin_email=admin_email, secret=settings.secret, key_retention_days=400,
         ttl_seconds=3600))
     return Org(client=client, **result)
+
+
+def eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Whether `check()` holds within `seconds` (for what the API writes after it answered), asked every 20 ms."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def assert_error(response: Any, status: int, code: str | None = None, param: str | None = None) -> dict[str, Any]:

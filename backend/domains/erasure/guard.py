@@ -35,17 +35,21 @@ def people_in_labels(labels: Mapping[str, Any] | None, before: Mapping[str, Any]
 
 
 async def refuse_if_erased(db: AsyncSession, org_id: str, secret: str, people: Iterable[str | None], *,
-                           started_at: datetime | None = None, seen: set[str] | None = None) -> None:
+                           started_at: datetime | None = None, seen: set[str] | None = None,
+                           keep_plans: bool = False) -> bool:
     """Lock each named person (shared) and refuse when one was erased after `started_at` (default: when this
-    transaction began). `seen` skips people already checked in this transaction."""
+    transaction began). `seen` skips people already checked in this transaction. With `keep_plans` the same round
+    trip lets the transaction's later statements keep plans (db/plan_mode.py). Whether a statement ran (none when
+    nobody new is named)."""
     named = sorted({p for p in people if p is not None} - (seen or set()))
     if not named:
-        return
+        return False
     hashes = [h for h in (subject_hash(secret, org_id, p) for p in named) if h is not None]
-    if await repo.lock_shared_then_erased(db, org_id, hashes, started_at):
+    if await repo.lock_shared_then_erased(db, org_id, hashes, started_at, keep_plans=keep_plans):
         raise erased_meanwhile()
     if seen is not None:
         seen.update(named)
+    return True
 
 
 def erased_meanwhile() -> Conflict:

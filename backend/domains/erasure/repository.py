@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import table_of
 from backend.db.models_memory import ErasedSubject
+from backend.db.plan_mode import keep_plans_column
 from backend.db.prepared import Prepared
 
 E = table_of(ErasedSubject)
@@ -38,16 +39,20 @@ def not_erased_since_now(org: Any, hashes: Any) -> Any:
 # Migration 0020's function: the shared side of each person's lock in the order given (callers sort, so two
 # writers never cross), then whether one was erased after `since` (default: when this transaction began), read
 # with a snapshot taken after the locks.
-_LOCK_THEN_ERASED = Prepared(select(func.coremem_erased_after_locking(
+_ERASED_AFTER_LOCKING = func.coremem_erased_after_locking(
     bindparam("org_id", type_=TEXT), bindparam("hashes", type_=ARRAY(TEXT)),
-    bindparam("since", type_=DateTime(timezone=True))).label("erased")))
+    bindparam("since", type_=DateTime(timezone=True))).label("erased")
+_LOCK_THEN_ERASED = {False: Prepared(select(_ERASED_AFTER_LOCKING)),
+                     True: Prepared(select(_ERASED_AFTER_LOCKING, keep_plans_column().label("plans")))}
 
 
 async def lock_shared_then_erased(db: AsyncSession, org_id: str, subject_hashes: Sequence[str],
-                                  started_at: datetime | None) -> bool:
+                                  started_at: datetime | None, *, keep_plans: bool = False) -> bool:
     """Hold the shared side of each person's lock until the transaction ends, then: True when one of them was
-    erased after `started_at` (default: when this transaction began). One round trip."""
-    row = await _LOCK_THEN_ERASED.first(db, {"org_id": org_id, "hashes": list(subject_hashes), "since": started_at})
+    erased after `started_at` (default: when this transaction began). One round trip, which with `keep_plans`
+    also lets the transaction's later statements keep plans (`plan_mode.let_key_checks_keep_plans`)."""
+    row = await _LOCK_THEN_ERASED[keep_plans].first(db, {"org_id": org_id, "hashes": list(subject_hashes),
+                                                         "since": started_at})
     return bool(row and row["erased"])
 
 

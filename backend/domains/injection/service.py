@@ -13,7 +13,7 @@ from backend.access.scope import Scope
 from backend.domains.injection import repository as repo
 from backend.domains.injection.block import SECTIONS, Block, Candidate, Limits, build_block
 from backend.domains.injection.config import ChosenBlock, choose_block
-from backend.domains.memory import decay
+from backend.domains.memory import decay, recall_tally
 from backend.domains.memory import repository as memory_repo
 from backend.domains.memory.vectors import embed
 from backend.domains.stores import repository as stores_repo
@@ -128,7 +128,7 @@ async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], ch
 async def for_turn(ctx: RequestContext, *, agent_block: Any | None, turn_input: str | None,
                    bump: bool = True) -> Built:
     """What a turn injects; the injected records' recall counts go up (never on a preview). A turn that calls a
-    model passes `bump=False` and calls `count_recalls` when it completes, so no row lock waits on the model."""
+    model passes `bump=False` and calls `count_recalls_soon` once it has committed."""
     built = await build(ctx.db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key),
                         choose_block(ctx.principal, ctx.scope, agent_block), turn_input=turn_input,
                         max_budget=ctx.settings.injection_max_budget_tokens)
@@ -140,3 +140,10 @@ async def for_turn(ctx: RequestContext, *, agent_block: Any | None, turn_input: 
 async def count_recalls(ctx: RequestContext, built: Built) -> None:
     if built.block and built.block.injected_ids:
         await memory_repo.bump_recall(ctx.db, ctx.org_id, built.block.injected_ids)
+
+
+def count_recalls_soon(ctx: RequestContext, built: Built) -> None:
+    """A completed turn's recalls, once it has committed: added up in this process and written together
+    (memory.recall_tally)."""
+    if built.block and built.block.injected_ids:
+        recall_tally.add(ctx.db, ctx.org_id, built.block.injected_ids, ctx.settings.recall_flush_seconds)

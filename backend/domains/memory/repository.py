@@ -187,6 +187,17 @@ async def bump_recall(db: AsyncSession, org_id: str, ids: Sequence[str]) -> None
         await _BUMP_RECALL.all(db, {"org_id": org_id, "ids": list(ids)})
 
 
+_ADD_RECALLS = text("UPDATE memory_records AS r SET recall_count = r.recall_count + b.n"
+                    " FROM unnest(CAST(:ids AS text[]), CAST(:ns AS integer[])) AS b(id, n)"
+                    " WHERE r.org_id = :org_id AND r.id = b.id")
+
+
+async def add_recalls(db: AsyncSession, org_id: str, counts: Mapping[str, int]) -> None:
+    """Several recalls per record at once (recall_tally); ids in order, so two writers lock rows alike."""
+    ids = sorted(counts)
+    await db.execute(_ADD_RECALLS, {"org_id": org_id, "ids": ids, "ns": [counts[i] for i in ids]})
+
+
 async def versions(db: AsyncSession, org_id: str, record_id: str) -> list[dict[str, Any]]:
     query = select(V).where(V.c.org_id == org_id, V.c.record_id == record_id).order_by(V.c.version)
     return _rows(await db.execute(query))

@@ -14,6 +14,7 @@ from backend.db.models_threads import Thread
 from backend.db.models_turns import Response
 from backend.db.plan_mode import keep_plans_column
 from backend.db.prepared import Prepared
+from backend.domains.usage import repository as usage
 
 R = table_of(Response)
 T = table_of(Thread)
@@ -32,8 +33,9 @@ _INSERT = Prepared(pg_insert(R).values({c: bindparam(c) for c in _INSERTED})
                    .on_conflict_do_nothing(index_elements=[R.c.org_id, R.c.idempotency_owner, R.c.idempotency_key],
                                            index_where=R.c.idempotency_key.is_not(None))
                    .returning(func.now().label("accepted_at"), keep_plans_column().label("plans")))
+# With the turn's usage rows (PLT-18) in the same statement.
 _FINISH = Prepared(update(R).where(R.c.org_id == bindparam("org_id"), R.c.id == bindparam("response_id"))
-                   .values({c: bindparam(c) for c in _FINISHED}))
+                   .values({c: bindparam(c) for c in _FINISHED}).add_cte(usage.record_many_cte()))
 
 
 async def insert_response(db: AsyncSession, values: dict[str, Any]) -> datetime | None:
@@ -43,9 +45,12 @@ async def insert_response(db: AsyncSession, values: dict[str, Any]) -> datetime 
     return row["accepted_at"] if row else None
 
 
-async def finish(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any]) -> None:
-    """A turn's end: status, output, usage, error, trace and completion time."""
-    await _FINISH.all(db, {"org_id": org_id, "response_id": response_id, **values})
+async def finish(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any],
+                 usage_rows: list[dict[str, Any]]) -> None:
+    """A turn's end: status, output, usage, error, trace and completion time, and the usage rows of its model
+    calls (`usage.repository.record_many`'s)."""
+    await _FINISH.all(db, {"org_id": org_id, "response_id": response_id, **values,
+                           **usage.carried_params(usage_rows)})
 
 
 async def mark_failed(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any]) -> None:

@@ -2,14 +2,13 @@
 
 A turn is the one route that commits more than once (docs/decisions.md): it keeps the input before calling the
 model (TRN-11: a failed turn still has its input in the thread), holds no transaction while the model thinks,
-runs each platform tool in a transaction of its own, and writes the answer, the working state, the usage and
-the recall counts together at the end.
+runs each platform tool in a transaction of its own, and writes the answer, the working state and the usage
+together at the end; the recall counts follow, written with other turns' (memory.recall_tally).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,12 +29,12 @@ from backend.domains.privacy import service as pii_service
 from backend.domains.threads import repository as threads_repo
 from backend.domains.threads import rules as thread_rules
 from backend.domains.threads import service as threads
-from backend.domains.turns import conversation, documents, inputs, loop, privacy
+from backend.domains.turns import conversation, documents, idempotency, inputs, loop, privacy
 from backend.domains.turns import repository as repo
 from backend.domains.turns.state_tool import apply as apply_state
 from backend.domains.turns.turn import AgentTurn, Turn, TurnFailure
 from backend.domains.usage import repository as usage
-from backend.errors import BadRequest, Conflict, NotFound, ValidationFailed
+from backend.errors import BadRequest, NotFound, ValidationFailed
 from backend.ids import new_id
 from backend.providers.pii import PiiUnavailable
 from shared.schemas.threads import FunctionCallOutputIn, ItemIn, MessageIn
@@ -50,39 +49,6 @@ def with_user(ctx: RequestContext, user: str | None) -> RequestContext:
         return ctx
     subject = combine(ctx.principal.subject, parse_subject({"id": user}, "user"))
     return ctx.acting_as(dataclasses.replace(ctx.principal, subject=subject))
-
-
-def _digest(body: ResponseCreate) -> str:
-    return hashlib.sha256(msgspec.json.encode(body)).hexdigest()
-
-
-def _idempotency_owner(ctx: RequestContext) -> str:
-    return ctx.principal.key_id or str(ctx.actor.id)
-
-
-async def replayed(ctx: RequestContext, body: ResponseCreate, key: str | None) -> dict[str, Any] | None:
-    """TRN-8: the same key and body answer the stored response; another body 422; still running 409."""
-    if key is None:
-        return None
-    if not body.store or "threads" not in ctx.principal.capabilities:
-        raise ValidationFailed("`Idempotency-Key` replays a kept response; this turn keeps nothing (`store: false` "
-                               "or a key without `threads`).", param="Idempotency-Key", code="idempotency_unkept")
-    if not 1 <= len(key) <= 256:
-        raise ValidationFailed("`Idempotency-Key` is 1 to 256 characters.", param="Idempotency-Key")
-    row = await repo.by_idempotency_key(ctx.db, ctx.org_id, _idempotency_owner(ctx), key)
-    if row is None:
-        return None
-    if row["request_digest"] != _digest(body):
-        raise ValidationFailed("This `Idempotency-Key` was used with a different request body; use a new key for a "
-                               "new request.", param="Idempotency-Key", code="idempotency_key_reused")
-    if row["status"] == "in_progress":
-        raise _in_flight()
-    return documents.document(row)
-
-
-def _in_flight() -> Conflict:
-    return Conflict("The request with this `Idempotency-Key` is still running; retry when it has finished.",
-                    param="Idempotency-Key", code="idempotency_in_flight")
 
 
 def _compaction(ctx: RequestContext, agent: agents.AgentVersion | None) -> compaction.CompactionSettings | None:
@@ -131,7 +97,7 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     model_id = agent.model if agent is not None else str(body.model)
     spec = await models.offered_spec(ctx.db, ctx.org_id, model_id, param="agent_id" if agent else "model")
     tools = await inputs.turn_tools(ctx, body, stored=stored)
-    earlier = await replayed(ctx, body, idempotency_key)
+    earlier = await idempotency.replayed(ctx, body, idempotency_key)
     if earlier is not None:
         return earlier
     turn = Turn(ctx, body, spec, items, tools, zone, stored, agent=_agent_turn(agent),
@@ -149,11 +115,11 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
         "org_id": ctx.org_id, "id": turn.id, "thread_id": turn.thread_id, "key_id": ctx.principal.key_id,
         "subject": ctx.person, "model": spec.id, "agent_id": turn.agent.id if turn.agent else None,
         "agent_version": turn.agent.version if turn.agent else None, "status": "in_progress", "metadata": body.metadata,
-        "idempotency_owner": _idempotency_owner(ctx) if idempotency_key else None,
-        "idempotency_key": idempotency_key, "request_digest": _digest(body) if idempotency_key else None,
+        "idempotency_owner": idempotency.owner(ctx) if idempotency_key else None,
+        "idempotency_key": idempotency_key, "request_digest": idempotency.digest(body) if idempotency_key else None,
         "created_at": turn.created_at})
     if accepted_at is None:  # TRN-8: a request with this key is being accepted right now (it inserted first)
-        raise _in_flight()
+        raise idempotency.in_flight()
     turn.accepted_at = accepted_at if turn.people else None
     # The insert let the items' key checks keep plans; the build plans anew (db/plan_mode.py).
     await _append(ctx, turn, list(turn.items))
@@ -294,12 +260,15 @@ async def _hide(turn: Turn) -> None:
 
 # ---------------------------------------------------------------- keeping the result
 
-async def _meter(turn: Turn) -> None:
+def _usage_rows(turn: Turn) -> list[dict[str, Any]]:
     ctx = turn.ctx
-    await usage.record_many(ctx.db, [
-        {"org_id": ctx.org_id, "model": call.model, "input_tokens": call.input_tokens,
-         "output_tokens": call.output_tokens, "key_id": ctx.principal.key_id,
-         "response_id": turn.id if turn.stored else None, "job": None} for call in turn.calls])
+    return [{"org_id": ctx.org_id, "model": call.model, "input_tokens": call.input_tokens,
+             "output_tokens": call.output_tokens, "key_id": ctx.principal.key_id,
+             "response_id": turn.id if turn.stored else None, "job": None} for call in turn.calls]
+
+
+async def _meter(turn: Turn) -> None:
+    await usage.record_many(turn.ctx.db, _usage_rows(turn))
 
 
 def _row(turn: Turn, status: str, error: dict[str, str] | None) -> dict[str, Any]:
@@ -311,16 +280,18 @@ def _row(turn: Turn, status: str, error: dict[str, str] | None) -> dict[str, Any
 
 
 async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
-    """Keep the answer (or the failure), the working state, usage and recall counts in one transaction."""
+    """Keep the answer (or the failure), the working state and usage in one transaction."""
     ctx = turn.ctx
     status = "failed" if failure else "completed"
     error = {"code": failure.code, "message": failure.message} if failure else None
-    await let_key_checks_keep_plans(ctx.db)  # writes by key follow: planning each for its values cost ~0.3 ms a turn
+    # Writes by key follow: planning each for its values cost ~0.3 ms a turn (db/plan_mode.py).
+    # MEM-19: a person erased while the model answered gets nothing back; the erasure's lock is taken before any
+    # row lock here, as the erasure itself takes it (the other order deadlocks with it).
+    plans_kept = turn.stored and await erasure.refuse_if_erased(
+        ctx.db, ctx.org_id, ctx.settings.secret, turn.people, started_at=turn.accepted_at, keep_plans=True)
+    if not plans_kept:
+        await let_key_checks_keep_plans(ctx.db)
     if turn.stored:
-        # MEM-19: a person erased while the model answered gets nothing back; the erasure's lock is taken before
-        # any row lock here, as the erasure itself takes it (the other order deadlocks with it).
-        await erasure.refuse_if_erased(ctx.db, ctx.org_id, ctx.settings.secret, turn.people,
-                                       started_at=turn.accepted_at)
         await _append(ctx, turn, turn.produced)
         if turn.pseudonymizer is not None and turn.thread_id is not None:
             await pii_service.store(ctx, turn.thread_id, turn.pseudonymizer)  # values first seen in tool results
@@ -331,10 +302,9 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
     if turn.stored:
         await repo.finish(ctx.db, ctx.org_id, turn.id, {"status": status, "output": turn.produced,
                                                         "usage": turn.usage, "error": error, "trace": row["trace"],
-                                                        "completed_at": row["completed_at"]})
-    await _meter(turn)
-    if failure is None and turn.injected is not None:
-        await injection.count_recalls(ctx, turn.injected)
+                                                        "completed_at": row["completed_at"]}, _usage_rows(turn))
+    else:
+        await _meter(turn)
     if turn.stored and turn.thread_id is not None and turn.compaction is not None:
         # Queued in this transaction: the summary job exists exactly when the turn it follows was kept.
         await compaction.schedule(ctx, ctx.org_id, turn.thread_id, turn.compaction, ctx.principal.key_id,
@@ -378,6 +348,8 @@ async def run(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | 
         await ctx.db.rollback()
         doc = await finish(turn, failure)
         await ctx.db.commit()  # kept whatever the route answers next (POST /messages answers a failure with 502)
+        if failure is None and turn.injected is not None:
+            injection.count_recalls_soon(ctx, turn.injected)  # INJ-8: written with other turns' counts
         return doc
     except BaseException:
         await ctx.db.rollback()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import Date, cast, func, insert, select, text
+from sqlalchemy import ARRAY, Date, Integer, Text, bindparam, cast, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import table_of
@@ -33,6 +33,21 @@ async def record_many(db: AsyncSession, rows: list[dict[str, Any]]) -> None:
     statement: one array per column."""
     if rows:
         await _INSERT_MANY.all(db, {name: [row[name] for row in rows] for name in _COLUMNS})
+
+
+_INTEGERS = {"input_tokens", "output_tokens"}
+
+
+def record_many_cte() -> Any:
+    """`record_many` as a CTE of another statement (a turn's closing update carries its usage rows, a round trip
+    fewer), taking `carried_params(rows)`."""
+    arrays = [bindparam(f"usage_{name}", type_=ARRAY(Integer if name in _INTEGERS else Text)) for name in _COLUMNS]
+    rows = func.unnest(*arrays).table_valued(*_COLUMNS).render_derived(name="usage_rows")
+    return insert(T).from_select(list(_COLUMNS), select(*[rows.c[name] for name in _COLUMNS])).cte("usage_rows_in")
+
+
+def carried_params(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    return {f"usage_{name}": [row[name] for row in rows] for name in _COLUMNS}
 
 
 async def per_day(db: AsyncSession, org_id: str, zone: str, start: date, end: date,
