@@ -566,16 +566,16 @@ class Bench:
         """EXPLAIN (ANALYZE, BUFFERS) of the statements a continue turn of `who` spends its database time in, once
         after the timings (bench/plans.py): the turn as `turns.service.run` runs it (`accept`: the thread checked,
         the input kept; `prepare`: the history read, the memory block built; the model's round, from the scripted
-        server; `finish`: the answer kept, the recall counts), for the same key, person and input, on the
+        server; `finish`: the answer and the response kept), for the same key, person and input, on the
         application's role with the key's organisation set, each statement explained where the turn runs it. In
         one transaction, rolled back, where the route commits between its steps."""
         import msgspec
 
         from backend import contexts
         from backend.db.engine import make_engine, make_sessionmaker
-        from backend.domains.memory import repository as memory
         from backend.domains.threads import repository as threads_repo
         from backend.domains.turns import loop
+        from backend.domains.turns import repository as turns_repo
         from backend.domains.turns import service as turns
         from shared.schemas.turns import ResponseCreate
 
@@ -594,8 +594,9 @@ class Bench:
                    f"the block in one statement, as `injection.service.build` runs it in `prepare` (and in the "
                    f"build timed alone) for {person} and the turn's input; the statement the build spends its time in",
                    starting("SELECT candidates.")),
-            Wanted("the recall counts: `memory.repository._BUMP_RECALL`, the injected records' recall_count "
-                   "(`finish`, through `injection.service.count_recalls`)", exactly(memory._BUMP_RECALL.sql)),
+            Wanted("the response kept: `turns.repository._FINISH`, its status, output and trace, with the usage "
+                   "rows of its model calls in the same statement (`finish`; the recall counts are written later, "
+                   "with other turns', by `memory.recall_tally`)", exactly(turns_repo._FINISH.sql)),
         ]
 
         async def turn(db: Any) -> None:
