@@ -42,6 +42,7 @@ from backend.http import (
     handle_http,
     handle_internal,
     handle_validation,
+    provide_arguments_checked,
     provide_context,
     provide_db,
     provide_turn_context,
@@ -116,7 +117,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
                         ResponseController, MessagesController, AgentController, ActivityController,
                         ExtractionController, mcp.handler],
         dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page),
-                      "turn": Provide(provide_turn_context)},
+                      "turn": Provide(provide_turn_context), "arguments_checked": Provide(provide_arguments_checked)},
         before_request=refuse_nul_in_url,
         exception_handlers={
             ApiError: handle_api_error,

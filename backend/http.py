@@ -39,13 +39,27 @@ from shared.schemas.compaction import RETIRED_COMPACTION_FIELDS
 log = logging.getLogger("coremem")
 
 
-async def provide_db(state: State) -> AsyncGenerator[AsyncSession, None]:
+async def provide_arguments_checked() -> None:
+    """Nothing. The transaction-holding dependencies below take it so that Litestar resolves them after the
+    route's other dependencies (`filters`, `page`), which may refuse the query's arguments.
+
+    Litestar resolves the dependencies of one depth together in a task group. When one refused its arguments
+    (422), the group cancelled a sibling that was opening the request's transaction, and the cancellation also
+    reached the session's own cleanup: its connection stayed checked out, in a transaction, until the garbage
+    collector dropped it. Refused requests could so empty the pool (the fuzzing battery's requests waited
+    10 s). Resolved one depth later, a transaction is only opened for arguments that were accepted. A dependency
+    that may refuse should therefore not take `ctx` itself."""
+    return None
+
+
+async def provide_db(state: State, arguments_checked: None) -> AsyncGenerator[AsyncSession, None]:
     """One request, one transaction (house rule 3), for the routes that act without a credential (login)."""
     async with transaction(state) as session:
         yield session
 
 
-async def provide_context(request: Request[Any, Any, Any], state: State) -> AsyncGenerator[RequestContext, None]:
+async def provide_context(request: Request[Any, Any, Any], state: State, arguments_checked: None
+                          ) -> AsyncGenerator[RequestContext, None]:
     """The request context every route takes (house rule 11), in the request's one transaction."""
     headers = request.headers
     ctx: RequestContext | None = None
@@ -62,7 +76,7 @@ async def provide_context(request: Request[Any, Any, Any], state: State) -> Asyn
         raise
 
 
-async def provide_turn_context(request: Request[Any, Any, Any], state: State
+async def provide_turn_context(request: Request[Any, Any, Any], state: State, arguments_checked: None
                                ) -> AsyncGenerator[RequestContext, None]:
     """The context of a turn, whose route commits between its steps (it never holds a transaction while a model
     thinks): the session is not wrapped in one transaction; whatever is open at the end commits, or rolls back
