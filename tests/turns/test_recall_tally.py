@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import psycopg
 from litestar.testing import TestClient
 
 from backend.app import create_app
@@ -80,3 +81,30 @@ def test_inj_8_a_refused_write_keeps_its_counts_for_the_next_one(client: Any, or
 
     asyncio.run(count_while_refused())
     assert _counts(db) == {ids[0]: 2, ids[1]: 1}
+
+
+def test_inj_8_counts_being_written_still_wait_and_a_stopping_server_waits_for_their_write(
+        client: Any, org: Org, db: Any, database_url: str) -> None:
+    ids, _ = _records(client, org)
+    plain = database_url.replace("postgresql+psycopg://", "postgresql://")
+    holder = psycopg.connect(plain)  # holds anna's records' rows, so the write waits for them
+    holder.execute("SELECT id FROM memory_records FOR UPDATE")
+
+    async def stop_while_writing() -> None:
+        engine = make_engine(database_url, pool_size=1)
+        try:
+            async with make_sessionmaker(engine)() as session:
+                recall_tally.add(session, org.org_id, [ids[0], ids[1]], after_seconds=0.01)
+            await asyncio.sleep(0.3)  # the write has taken the counts and waits for the rows
+            assert recall_tally.waiting(engine) == {org.org_id: {ids[0]: 1, ids[1]: 1}}
+            asyncio.get_running_loop().call_later(0.3, holder.rollback)  # the rows free up while the server stops
+            await recall_tally.settle()
+            assert _counts(db) == {ids[0]: 1, ids[1]: 1}  # settle returned after the busy write, not before
+            assert recall_tally.waiting(engine) == {}
+        finally:
+            await engine.dispose()
+
+    try:
+        asyncio.run(stop_while_writing())
+    finally:
+        holder.close()

@@ -18,6 +18,7 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
@@ -25,8 +26,19 @@ from backend.db.tenant import use_org
 from backend.domains.memory import repository as repo
 
 log = logging.getLogger(__name__)
-_waiting: dict[AsyncEngine, dict[str, Counter[str]]] = {}  # per database: organisation → record id → recalls
-_timers: dict[AsyncEngine, asyncio.Task[None]] = {}  # the write each database with counts waiting has coming
+
+
+@dataclass
+class _Tally:
+    """The counts of one database (engine), kept on the loop that serves it."""
+    loop: asyncio.AbstractEventLoop
+    waiting: dict[str, Counter[str]] = field(default_factory=dict)  # organisation → record id → recalls
+    writing: dict[str, Counter[str]] = field(default_factory=dict)  # what the busy write has taken
+    timer: asyncio.Task[None] | None = None  # the coming write, while it sleeps
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one write at a time
+
+
+_tallies: dict[AsyncEngine, _Tally] = {}
 
 
 def add(db: AsyncSession, org_id: str, ids: Sequence[str], after_seconds: float) -> None:
@@ -35,46 +47,69 @@ def add(db: AsyncSession, org_id: str, ids: Sequence[str], after_seconds: float)
         return
     engine = db.bind
     assert isinstance(engine, AsyncEngine), "sessions are made from the engine (backend/db/engine.py)"
-    _waiting.setdefault(engine, {}).setdefault(org_id, Counter()).update(ids)
-    if engine not in _timers:
-        _timers[engine] = asyncio.get_running_loop().create_task(_write_after(engine, after_seconds))
+    loop = asyncio.get_running_loop()
+    tally = _tallies.setdefault(engine, _Tally(loop))
+    tally.waiting.setdefault(org_id, Counter()).update(ids)
+    if tally.timer is None:
+        tally.timer = loop.create_task(_write_after(engine, tally, after_seconds))
 
 
 def waiting(engine: AsyncEngine) -> dict[str, dict[str, int]]:
-    """The counts not written yet, per organisation (for tests and diagnostics)."""
-    return {org: dict(counts) for org, counts in _waiting.get(engine, {}).items()}
+    """The counts not written yet, per organisation, those a write is busy with included (for tests and
+    diagnostics)."""
+    total: dict[str, Counter[str]] = {}
+    tally = _tallies.get(engine)
+    for counts in (tally.writing, tally.waiting) if tally else ():
+        for org_id, recalls in counts.items():
+            total.setdefault(org_id, Counter()).update(recalls)
+    return {org_id: dict(recalls) for org_id, recalls in total.items()}
 
 
-async def _write_after(engine: AsyncEngine, seconds: float) -> None:
+async def _write_after(engine: AsyncEngine, tally: _Tally, seconds: float) -> None:
     try:
         await asyncio.sleep(seconds)
     finally:
-        _timers.pop(engine, None)  # counts added from here on start a new interval
-    if not await write(engine) and engine not in _timers:
-        _timers[engine] = asyncio.get_running_loop().create_task(_write_after(engine, seconds))
+        tally.timer = None  # counts added from here on start a new interval
+    if not await write(engine) and tally.timer is None:
+        tally.timer = asyncio.get_running_loop().create_task(_write_after(engine, tally, seconds))
 
 
 async def write(engine: AsyncEngine) -> bool:
     """Add every waiting count to its records now, one transaction per organisation; False when one failed (its
-    counts wait again)."""
-    written = True
-    for org_id, counts in _waiting.pop(engine, {}).items():
+    counts wait again). A write already busy finishes first."""
+    tally = _tallies.get(engine)
+    if tally is None:
+        return True
+    async with tally.lock:
+        written = True
+        tally.writing, tally.waiting = tally.waiting, {}
         try:
-            async with AsyncSession(engine) as db:
-                await use_org(db, org_id)
-                async with db.begin():
-                    await repo.add_recalls(db, org_id, counts)
-        except Exception:
-            log.exception("adding %d records' recall counts failed; they are tried again", len(counts))
-            _waiting.setdefault(engine, {}).setdefault(org_id, Counter()).update(counts)
-            written = False
-    return written
+            for org_id, counts in list(tally.writing.items()):
+                try:
+                    async with AsyncSession(engine) as db:
+                        await use_org(db, org_id)
+                        async with db.begin():
+                            await repo.add_recalls(db, org_id, counts)
+                except Exception:
+                    log.exception("adding %d records' recall counts failed; they are tried again", len(counts))
+                    written = False
+                else:
+                    del tally.writing[org_id]
+        finally:  # what was not written (refused, or the write cancelled) waits for the next write
+            for org_id, counts in tally.writing.items():
+                tally.waiting.setdefault(org_id, Counter()).update(counts)
+            tally.writing = {}
+        return written
 
 
 async def settle() -> None:
-    """Write the counts waiting for databases whose write is due on this loop (the app's shutdown)."""
+    """Write the counts of the databases served on this loop now (the app's shutdown): a write still sleeping is
+    cancelled, one under way is waited for (the lock), and what is left is written."""
     loop = asyncio.get_running_loop()
-    for engine, timer in [(e, t) for e, t in _timers.items() if t.get_loop() is loop]:
-        timer.cancel()
-        await asyncio.gather(timer, return_exceptions=True)
-        await write(engine)
+    for engine, tally in [(e, t) for e, t in _tallies.items() if t.loop is loop]:
+        if tally.timer is not None:
+            tally.timer.cancel()
+            await asyncio.gather(tally.timer, return_exceptions=True)
+        if not await write(engine):
+            log.warning("the recall counts of %d organisations are lost with this process", len(tally.waiting))
+        del _tallies[engine]
