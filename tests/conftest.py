@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import os
@@ -21,7 +22,7 @@ from litestar.testing import TestClient
 from backend.app import create_app
 from backend.config import Settings
 from backend.db import migrate
-from tests.helpers import Org, bootstrap_org
+from tests.helpers import DroppedConnections, Org, bootstrap_org
 
 TEMPLATE = "coremem_template"
 logging.getLogger("pgserver").setLevel(logging.WARNING)
@@ -38,6 +39,20 @@ class Postgres:
     def execute(self, sql: str) -> None:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(sql)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def dropped_connections() -> Iterator[DroppedConnections]:
+    """Fails the session when any connection was dropped unreturned (a transaction some code left open)."""
+    with DroppedConnections() as handler:
+        yield handler
+        gc.collect()
+    assert handler.count == 0, f"connections dropped unreturned, found during: {handler.during}"
+
+
+@pytest.fixture(autouse=True)
+def _name_the_running_test(request: pytest.FixtureRequest, dropped_connections: DroppedConnections) -> None:
+    dropped_connections.current = request.node.nodeid
 
 
 @pytest.fixture(scope="session")

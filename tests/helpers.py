@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -136,3 +137,30 @@ def assert_threads_missing(response: Any) -> None:
     """PLT-6: a key without `threads` gets 404 with this exact message on every stored-conversation route."""
     body = assert_error(response, 404)
     assert body["message"] == THREADS_MISSING_MESSAGE
+
+
+class DroppedConnections(logging.Handler):
+    """Notes the connections SQLAlchemy's pool found unreturned when the garbage collector took their sessions: a
+    request or task that left its transaction open. Each held a pooled connection until then, and enough of them
+    make later requests wait for the pool (refused query arguments did, backend/http.py). `during` is the test
+    running when each was found (the garbage collector may find it a test or two later)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.during: list[str] = []
+        self.current = ""
+
+    @property
+    def count(self) -> int:
+        return len(self.during)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "non-checked-in connection" in record.getMessage():
+            self.during.append(self.current)
+
+    def __enter__(self) -> DroppedConnections:
+        logging.getLogger("sqlalchemy.pool").addHandler(self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        logging.getLogger("sqlalchemy.pool").removeHandler(self)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import logging
 import re
 from collections import Counter
 from typing import Any
@@ -26,7 +25,7 @@ from schemathesis.generation import GenerationMode
 from schemathesis.generation.meta import negated_parameters
 
 from tests.battery.conftest import scaled
-from tests.helpers import bearer, bootstrap_org
+from tests.helpers import DroppedConnections, bearer, bootstrap_org
 
 # Checks that judge something other than this API's answers: the response time (the suite runs on a shared
 # two-core machine), and stateful checks that need links between operations the document does not declare.
@@ -62,26 +61,11 @@ def keys(live_api: str, settings: Any, database_url: str) -> dict[str, str]:
     return {"full": org.key, "read_only": read_only}
 
 
-class DroppedConnections(logging.Handler):
-    """Counts the connections the pool found unreturned when the garbage collector took their sessions: a request
-    that left its transaction open (refused query arguments did, backend/http.py `provide_arguments_checked`).
-    Each held a pooled connection until then; enough of them made later requests wait for the pool."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.count = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.count += "non-checked-in connection" in record.getMessage()
-
-
 @pytest.fixture(scope="module")
 def dropped() -> Any:
-    handler = DroppedConnections()
-    pool_log = logging.getLogger("sqlalchemy.pool")
-    pool_log.addHandler(handler)
-    yield handler
-    pool_log.removeHandler(handler)
+    """The connections dropped unreturned while this module's API runs."""
+    with DroppedConnections() as handler:
+        yield handler
 
 
 @pytest.fixture(scope="module")
