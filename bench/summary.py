@@ -2,8 +2,10 @@
 
 Each benchmark writes its own report with its goal lines (`- PASS: …` or `- FAIL: …`, some without the dash);
 this gathers them in the order `make bench` runs the benchmarks, prints one table and writes it to
-bench/results/summary.md with the time each report was last written, so a report left over from an earlier run
-shows as such. A benchmark whose report has no goal line is listed as such, never left out.
+bench/results/summary.md with the time each report's run names (the first date and time in it; the file's
+modification time only for a report naming none, since a clone stamps every file with its checkout), so a report
+left over from an earlier run shows as such. A benchmark whose report has no goal line is listed as such, never
+left out.
 
     python -m bench.summary [names…]
 """
@@ -19,6 +21,7 @@ RESULTS = Path(__file__).parent / "results"
 # The order of `make bench`; each name is a report bench/results/<name>.md.
 BENCHES = ["injection", "packing", "vector", "search", "writes", "export", "http", "turns", "embed", "dashboard",
            "rls", "extraction", "admin"]
+RUN_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})")
 GOAL = re.compile(r"^\s*(?:-\s*)?(?:(PASS|FAIL)\b:?\s*(.*)|(.*?)\s*(?:—|-)?\s*goal\b.*:\s*(PASS|FAIL)\s*$)")
 
 
@@ -36,17 +39,24 @@ def goals(report: str) -> list[tuple[str, str]]:
     return found
 
 
+def written_at(report: str) -> str | None:
+    """The run's date and time as the report states it (`YYYY-MM-DD HH:MM`), or None."""
+    match = RUN_TIME.search(report)
+    return f"{match.group(1)} {match.group(2)}" if match else None
+
+
 def table(names: list[str]) -> tuple[str, int]:
     """The markdown table of these reports' goals and the number of failing goals."""
-    rows = ["| benchmark | report written (UTC) | verdict | goal and numbers |", "| --- | --- | --- | --- |"]
+    rows = ["| benchmark | run (UTC) | verdict | goal and numbers |", "| --- | --- | --- | --- |"]
     failing = 0
     for name in names:
         path = RESULTS / f"{name}.md"
         if not path.exists():
             rows.append(f"| {name} | – | NO REPORT | |")
             continue
-        written = datetime.fromtimestamp(path.stat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M")
-        found = goals(path.read_text())
+        text = path.read_text()
+        written = written_at(text) or datetime.fromtimestamp(path.stat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M")
+        found = goals(text)
         if not found:
             rows.append(f"| {name} | {written} | – | no goal: measurements only |")
         for verdict, what in found:

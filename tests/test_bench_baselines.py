@@ -110,3 +110,13 @@ def test_the_goals_table_reads_every_way_a_report_writes_a_goal() -> None:
         ("PASS", "plan pass over 100,000 threads: 61 ms — goal <= 1 s"),
         ("FAIL", "platform time per window p50: 31.0 ms — goal <= 30 ms"),
     ]
+
+
+def test_the_goals_table_dates_a_report_by_the_run_it_names() -> None:
+    """A fresh clone stamps every report with its checkout time; the table takes the run's time from the report."""
+    from bench import summary
+
+    assert summary.written_at("Machine: 2 cores. Run 2026-12-06T11:28:46+00:00. Product at commit x.") == \
+        "2026-12-06 11:28"
+    assert summary.written_at("Measured 2026-12-05 13:38 UTC on 2 cores") == "2026-12-05 13:38"
+    assert summary.written_at("# A report with no date") is None
