@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 from litestar.testing import TestClient
+from sqlalchemy.engine import make_url
 
 from backend.app import create_app
 from backend.config import Settings
@@ -86,7 +87,7 @@ def test_inj_8_a_refused_write_keeps_its_counts_for_the_next_one(client: Any, or
 def test_inj_8_counts_being_written_still_wait_and_a_stopping_server_waits_for_their_write(
         client: Any, org: Org, db: Any, database_url: str) -> None:
     ids, _ = _records(client, org)
-    plain = database_url.replace("postgresql+psycopg://", "postgresql://")
+    plain = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
     holder = psycopg.connect(plain)  # holds anna's records' rows, so the write waits for them
     holder.execute("SELECT id FROM memory_records FOR UPDATE")
 
