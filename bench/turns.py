@@ -573,7 +573,6 @@ class Bench:
 
         from backend import contexts
         from backend.db.engine import make_engine, make_sessionmaker
-        from backend.domains.threads import repository as threads_repo
         from backend.domains.turns import loop
         from backend.domains.turns import repository as turns_repo
         from backend.domains.turns import service as turns
@@ -584,9 +583,9 @@ class Bench:
         wanted = [
             Wanted("the thread: `threads.repository.get_thread`, the continued thread with what the request may do "
                    "in it (`accept`, through `threads.service.visible_thread`)", starting("SELECT threads.")),
-            Wanted("the items' append: `threads.repository.append_items` (`_APPEND`), the thread's next positions "
-                   "taken and the input inserted there in one statement (`accept`; `finish` keeps the answer with "
-                   "the same statement)", exactly(threads_repo._APPEND.sql)),
+            Wanted("the turn accepted: `turns.repository.accept` (`_ACCEPT`), the response inserted with the "
+                   "thread's next positions taken and the input inserted there, in one statement (`accept`)",
+                   exactly(turns_repo._ACCEPT[False].sql)),
             Wanted("the history: `threads.repository.list_items`, the thread's items before the input, newest "
                    "first, which the model is sent (`prepare`)", lambda sql: sql.startswith("SELECT thread_items.")
                    and "ORDER BY thread_items.position DESC" in sql),
@@ -594,9 +593,10 @@ class Bench:
                    f"the block in one statement, as `injection.service.build` runs it in `prepare` (and in the "
                    f"build timed alone) for {person} and the turn's input; the statement the build spends its time in",
                    starting("SELECT candidates.")),
-            Wanted("the response kept: `turns.repository._FINISH`, its status, output and trace, with the usage "
-                   "rows of its model calls in the same statement (`finish`; the recall counts are written later, "
-                   "with other turns', by `memory.recall_tally`)", exactly(turns_repo._FINISH.sql)),
+            Wanted("the response kept: `turns.repository._FINISH_APPENDING`, its status, output and trace, with "
+                   "the answer appended to the thread as `_APPEND` does and the usage rows of its model calls, in one "
+                   "statement (`finish`; the recall counts are written later, with other turns', by "
+                   "`memory.recall_tally`)", exactly(turns_repo._FINISH_APPENDING.sql)),
         ]
 
         async def turn(db: Any) -> None:

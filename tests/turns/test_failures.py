@@ -127,3 +127,20 @@ def test_trn_11_a_failed_turn_meters_what_it_spent_and_the_thread_goes_on(client
     # the failed turn's input stays in what the model is sent next
     assert [m["content"] for m in scripted.messages(-1)] == ["Are you there?", "Retry"]
     assert client.get("/usage", headers=org.admin).json()["totals"]["calls"] == 2
+
+
+def test_thr_6_a_thread_deleted_while_the_model_answers_keeps_nothing_of_the_turn(client: Any, org: Org,
+                                                                                   scripted: Any, db: Any) -> None:
+    """The answer is appended by the response's closing statement: a thread deleted meanwhile takes no items, and
+    the turn answers the 404 of a thread that is gone instead of a completed response whose answer is nowhere."""
+    first = turn(client, anna(org), input="Hello.")
+    thread_id = first["thread_id"]
+    deleted: list[int] = []
+    scripted.reply("Hello again.", before=lambda: deleted.append(
+        client.delete(f"/threads/{thread_id}", headers=anna(org)).status_code))
+    response = _post(client, org, None, input="Again.", thread_id=thread_id)
+    assert deleted == [204]
+    assert_error(response, 404, param="thread_id")
+    assert db.execute("SELECT count(*) FROM thread_items").fetchone()[0] == 0
+    assert db.execute("SELECT status, thread_id, output FROM responses WHERE id <> %s",
+                      (first["id"],)).fetchall() == [("failed", None, None)]

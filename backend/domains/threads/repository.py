@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from psycopg.types.json import Jsonb
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
@@ -39,6 +38,7 @@ from backend.db.models_threads import (
     ThreadSummary,
 )
 from backend.db.prepared import Prepared, PreparedByShape
+from backend.domains.threads.item_writes import append_items as append_items  # the threads domain's name for it
 from backend.domains.turns import repository as turns_repo
 from shared.schemas.threads import ThreadQuery
 
@@ -92,21 +92,6 @@ def _thread_select(scope: Scope, *, bound: bool = False) -> Select[Any]:
 
 async def insert_thread(db: AsyncSession, values: dict[str, Any]) -> None:
     await db.execute(insert(T).values(**values))
-
-
-_THREAD_COLUMNS = ("org_id", "id", "subject", "labels", "metadata")
-_INSERT_RESERVING = Prepared(
-    insert(T).values({**{name: bindparam(name, type_=T.c[name].type) for name in _THREAD_COLUMNS},
-                      "last_position": bindparam("count", type_=BigInteger), "updated_at": func.clock_timestamp()})
-    .returning(T.c.updated_at))
-
-
-async def insert_thread_reserving(db: AsyncSession, values: dict[str, Any], count: int) -> tuple[int, datetime]:
-    """A new thread (org_id, id, subject, labels, metadata) with its first `count` positions already taken:
-    `append_items(reserved=...)` fills them."""
-    row = await _INSERT_RESERVING.first(db, {**{name: values[name] for name in _THREAD_COLUMNS}, "count": count})
-    assert row is not None
-    return 1, row["updated_at"]
 
 
 _thread_by_id = PreparedByShape()
@@ -185,52 +170,6 @@ async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> None:
 
 
 # ---------------------------------------------------------------- items
-
-# Items of a request arrive as arrays, one element per item, in order; `n` counts from 1. Their positions follow
-# the thread's last one and their times are a microsecond apart, so time order (search) agrees with position order
-# within a request.
-_ITEMS = """unnest(CAST(:ids AS text[]), CAST(:types AS text[]), CAST(:roles AS text[]), CAST(:subjects AS text[]),
-           CAST(:response_ids AS text[]), CAST(:bodies AS jsonb[]), CAST(:texts AS text[]))
-    WITH ORDINALITY AS item(id, type, role, subject, response_id, body, text, n)"""
-_INSERTED = """INSERT INTO thread_items (org_id, thread_id, position, id, type, role, subject, response_id, body, text,
-                          created_at)
-SELECT :org_id, :thread_id, {first} + item.n - 1, item.id, item.type, item.role, item.subject, item.response_id,
-       item.body, item.text, {at} + (item.n - 1) * interval '1 microsecond'
-FROM {source}
-RETURNING id, thread_id, position, type, role, subject, response_id, body, created_at"""
-_ITEM_BINDS = (bindparam("org_id", type_=Text), bindparam("thread_id", type_=Text),
-               bindparam("count", type_=BigInteger))
-# THR-4: the thread's row lock (the UPDATE) orders concurrent appenders until their transactions end; a deleted
-# thread takes no positions, so nothing is inserted.
-_APPEND = Prepared(text("WITH taken AS (UPDATE threads SET last_position = last_position + :count, "
-                        "updated_at = clock_timestamp() WHERE org_id = :org_id AND id = :thread_id "
-                        "AND deleted_at IS NULL RETURNING last_position - :count + 1 AS first, updated_at)\n"
-                        + _INSERTED.format(first="taken.first", at="taken.updated_at",
-                                           source="taken, " + _ITEMS)).bindparams(*_ITEM_BINDS))
-_INSERT_AT = Prepared(text(_INSERTED.format(first="CAST(:first AS bigint)", at="CAST(:at AS timestamptz)",
-                                            source=_ITEMS)).bindparams(*_ITEM_BINDS[:2]))
-
-
-def _item_arrays(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    return {"ids": [r["id"] for r in rows], "types": [r["type"] for r in rows], "roles": [r["role"] for r in rows],
-            "subjects": [r["subject"] for r in rows], "response_ids": [r["response_id"] for r in rows],
-            "bodies": [Jsonb(r["body"]) for r in rows], "texts": [r["text"] for r in rows]}
-
-
-async def append_items(db: AsyncSession, org_id: str, thread_id: str, rows: Sequence[dict[str, Any]], *,
-                       reserved: tuple[int, datetime] | None = None) -> list[dict[str, Any]] | None:
-    """Insert `rows` (id, type, role, subject, response_id, body, text) at the thread's next positions, taken in
-    the same statement, or at the positions `reserved` (first, time) when the thread was inserted with them. In
-    position order; None when the thread was deleted since it was read."""
-    values = {"org_id": org_id, "thread_id": thread_id, **_item_arrays(rows)}
-    if reserved is None:
-        found = await _APPEND.all(db, {**values, "count": len(rows)})
-    else:
-        found = await _INSERT_AT.all(db, {**values, "first": reserved[0], "at": reserved[1]})
-    if rows and not found:
-        return None
-    return sorted(found, key=lambda r: r["position"])
-
 
 def _list_items(bounded: bool, descending: bool) -> Prepared:
     query = select(*ITEM_COLUMNS).where(I.c.org_id == bindparam("org_id", type_=Text),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +15,7 @@ from backend.db.models_threads import Thread
 from backend.db.models_turns import Response
 from backend.db.plan_mode import keep_plans_column
 from backend.db.prepared import Prepared
+from backend.domains.threads import item_writes
 from backend.domains.usage import repository as usage
 
 R = table_of(Response)
@@ -27,30 +29,76 @@ _FORGET = {column: null() for column in (R.c.thread_id, R.c.subject, R.c.output,
                                          R.c.request_digest)}
 
 
-# Its RETURNING also lets the accepting transaction's later writes (the input items) keep generic plans
-# (db/plan_mode.py), a round trip fewer than a statement of its own.
-_INSERT = Prepared(pg_insert(R).values({c: bindparam(c) for c in _INSERTED})
-                   .on_conflict_do_nothing(index_elements=[R.c.org_id, R.c.idempotency_owner, R.c.idempotency_key],
-                                           index_where=R.c.idempotency_key.is_not(None))
-                   .returning(func.now().label("accepted_at"), keep_plans_column().label("plans")))
-# With the turn's usage rows (PLT-18) in the same statement.
+# Its RETURNING also lets the accepting transaction's later writes (the input items' key checks among them) keep
+# generic plans (db/plan_mode.py), a round trip fewer than a statement of its own.
+_INSERT_RESPONSE = (pg_insert(R).values({c: bindparam(c) for c in _INSERTED})
+                    .on_conflict_do_nothing(index_elements=[R.c.org_id, R.c.idempotency_owner, R.c.idempotency_key],
+                                            index_where=R.c.idempotency_key.is_not(None))
+                    .returning(func.now().label("accepted_at"), keep_plans_column().label("plans")))
+_INSERT = Prepared(_INSERT_RESPONSE)  # a continued thread's turn without input items to keep
+
+
+def _accepting(new_thread: bool) -> Prepared:
+    """The response with the input items, appended to its thread (with `new_thread`, the thread inserted too) in
+    the same statement: a round trip fewer, two for a new thread. Its first and last positions, or NULLs when the
+    thread was deleted."""
+    response_in = _INSERT_RESPONSE.cte("response_in")
+    taken, items_in = item_writes.append_ctes(new_thread=new_thread)
+    first = select(func.min(items_in.c.position)).scalar_subquery().label("first")
+    last = select(func.max(items_in.c.position)).scalar_subquery().label("last")
+    return Prepared(select(response_in.c.accepted_at, first, last).add_cte(taken).add_cte(items_in))
+
+
+_ACCEPT = {new_thread: _accepting(new_thread) for new_thread in (False, True)}
+# With the turn's usage rows (PLT-18) in the same statement, and (_FINISH_APPENDING) its output items.
 _FINISH = Prepared(update(R).where(R.c.org_id == bindparam("org_id"), R.c.id == bindparam("response_id"))
                    .values({c: bindparam(c) for c in _FINISHED}).add_cte(usage.record_many_cte()))
+_TAKEN, _APPENDED = item_writes.append_ctes()
+_FINISH_APPENDING = Prepared(
+    update(R).where(R.c.org_id == bindparam("org_id"), R.c.id == bindparam("response_id"))
+    .values({c: bindparam(c) for c in _FINISHED}).add_cte(usage.record_many_cte()).add_cte(_TAKEN)
+    .add_cte(_APPENDED).returning(select(func.count()).select_from(_APPENDED).scalar_subquery().label("appended")))
 
 
-async def insert_response(db: AsyncSession, values: dict[str, Any]) -> datetime | None:
-    """The accepting transaction's start (MEM-19: erasures after it stop the turn); None when a response with the
-    same Idempotency-Key exists or is being inserted (TRN-8). Lets the transaction keep plans (`_INSERT`)."""
-    row = await _INSERT.first(db, values)
-    return row["accepted_at"] if row else None
+@dataclass(frozen=True)
+class Accepted:
+    at: datetime  # the accepting transaction's start
+    positions: tuple[int, int] | None  # the input's first and last positions; None without items or a thread
+
+
+async def accept(db: AsyncSession, values: dict[str, Any], items: list[dict[str, Any]],
+                 new_thread: dict[str, Any] | None = None) -> Accepted | None:
+    """The response (`values`) with its input `items` (rows as `item_writes.append_items` takes them) appended to
+    its thread, or with `new_thread` (subject, labels, metadata) the thread opened with them: one statement. None
+    when a response with the same Idempotency-Key exists or is being inserted (TRN-8). Lets the transaction keep
+    plans (`_INSERT_RESPONSE`)."""
+    if new_thread is None and not items:
+        row = await _INSERT.first(db, values)
+        return Accepted(row["accepted_at"], None) if row else None
+    params = {**values, **item_writes.append_params(values["org_id"], values["thread_id"], items)}
+    if new_thread is not None:
+        params.update(thread_owner=new_thread["subject"], thread_labels=new_thread["labels"],
+                      thread_metadata=new_thread["metadata"])
+    row = await _ACCEPT[new_thread is not None].first(db, params)
+    if row is None:
+        return None
+    return Accepted(row["accepted_at"], None if row["first"] is None else (row["first"], row["last"]))
 
 
 async def finish(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any],
-                 usage_rows: list[dict[str, Any]]) -> None:
+                 usage_rows: list[dict[str, Any]], *, thread_id: str | None = None,
+                 items: list[dict[str, Any]] | None = None) -> bool:
     """A turn's end: status, output, usage, error, trace and completion time, and the usage rows of its model
-    calls (`usage.repository.record_many`'s)."""
-    await _FINISH.all(db, {"org_id": org_id, "response_id": response_id, **values,
-                           **usage.carried_params(usage_rows)})
+    calls (`usage.repository.record_many`'s). With `items` (rows as `item_writes.append_items` takes them), they
+    are appended to `thread_id` in the same statement; False when that thread was deleted meanwhile (nothing was
+    appended: the caller rolls the rest back)."""
+    params = {"org_id": org_id, "response_id": response_id, **values, **usage.carried_params(usage_rows)}
+    if not items:
+        await _FINISH.all(db, params)
+        return True
+    assert thread_id is not None
+    rows = await _FINISH_APPENDING.all(db, {**params, **item_writes.append_params(org_id, thread_id, items)})
+    return bool(rows) and rows[0]["appended"] == len(items)
 
 
 async def mark_failed(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any]) -> None:

@@ -109,24 +109,30 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     if not stored:
         return turn
     turn.people = tuple(sorted({p for p in (ctx.person, owner) if p is not None}))
-    if turn.thread_id is None:
-        turn.thread_id = await _new_thread(ctx, turn)
-    accepted_at = await repo.insert_response(ctx.db, {
+    opened, source = await _new_thread(ctx, turn) if turn.thread_id is None else (None, None)
+    # One statement keeps the response, the input and a new thread (the response's insert lets the items' key checks
+    # keep plans; the build plans anew: db/plan_mode.py).
+    accepted = await repo.accept(ctx.db, {
         "org_id": ctx.org_id, "id": turn.id, "thread_id": turn.thread_id, "key_id": ctx.principal.key_id,
         "subject": ctx.person, "model": spec.id, "agent_id": turn.agent.id if turn.agent else None,
         "agent_version": turn.agent.version if turn.agent else None, "status": "in_progress", "metadata": body.metadata,
         "idempotency_owner": idempotency.owner(ctx) if idempotency_key else None,
         "idempotency_key": idempotency_key, "request_digest": idempotency.digest(body) if idempotency_key else None,
-        "created_at": turn.created_at})
-    if accepted_at is None:  # TRN-8: a request with this key is being accepted right now (it inserted first)
+        "created_at": turn.created_at}, _item_rows(ctx, turn, list(turn.items)), new_thread=opened)
+    if accepted is None:  # TRN-8: a request with this key is being accepted right now (it inserted first)
         raise idempotency.in_flight()
-    turn.accepted_at = accepted_at if turn.people else None
-    # The insert let the items' key checks keep plans; the build plans anew (db/plan_mode.py).
-    await _append(ctx, turn, list(turn.items))
+    if turn.items and accepted.positions is None:
+        raise _thread_deleted(turn)
+    turn.accepted_at = accepted.at if turn.people else None
+    turn.history_positions = accepted.positions
+    if source is not None:
+        await threads_repo.write_state(ctx.db, ctx.org_id, str(turn.thread_id), source["state"], 1, source["size"])
     return turn
 
 
-async def _new_thread(ctx: RequestContext, turn: Turn) -> str:
+async def _new_thread(ctx: RequestContext, turn: Turn) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The checks of opening a thread for this turn; its values for `repo.accept` to insert, and the working state
+    it starts with (TRN-4's `working_state_from`)."""
     body = turn.body
     scope = thread_rules.threads_scope(ctx)
     if not scope.may("thread", "write", ctx.person, {}):
@@ -134,17 +140,9 @@ async def _new_thread(ctx: RequestContext, turn: Turn) -> str:
                        object_type="thread")
     await thread_rules.not_erased(ctx)
     source = await threads.state_source(ctx, body.working_state_from) if body.working_state_from else None
-    thread_id = new_id("thr")
-    values: dict[str, Any] = {"org_id": ctx.org_id, "id": thread_id, "subject": ctx.person, "labels": {},
-                              "metadata": {}}
-    if turn.items:  # the input's positions are taken by the insert itself
-        turn.reserved = await threads_repo.insert_thread_reserving(ctx.db, values, len(turn.items))
-    else:
-        await threads_repo.insert_thread(ctx.db, values)
+    turn.thread_id = new_id("thr")
     turn.new_thread = True
-    if source is not None:
-        await threads_repo.write_state(ctx.db, ctx.org_id, thread_id, source["state"], 1, source["size"])
-    return thread_id
+    return {"subject": ctx.person, "labels": {}, "metadata": {}}, source
 
 
 async def _check_outputs(turn: Turn) -> None:
@@ -179,18 +177,22 @@ async def _append(ctx: RequestContext, turn: Turn, items: list[ItemIn] | list[di
     """Append items of this turn to its thread, each naming the response."""
     if not items or turn.thread_id is None:
         return
-    reserved, turn.reserved = turn.reserved, None
+    if await threads_repo.append_items(ctx.db, ctx.org_id, turn.thread_id, _item_rows(ctx, turn, items)) is None:
+        raise _thread_deleted(turn)
+
+
+def _item_rows(ctx: RequestContext, turn: Turn, items: list[ItemIn] | list[dict[str, Any]]) -> list[dict[str, Any]]:
     typed = [i if not isinstance(i, dict) else msgspec.convert(_as_input(i), ItemIn) for i in items]
     rows = thread_rules.item_rows(ctx, typed)
     for row, item in zip(rows, items, strict=True):
         row["response_id"] = turn.id
         if isinstance(item, dict):
             row["id"] = item["id"]  # the id the answer already showed (and tool provenance names)
-    written = await threads_repo.append_items(ctx.db, ctx.org_id, turn.thread_id, rows, reserved=reserved)
-    if written is None:
-        raise NotFound(f"The thread {turn.thread_id!r} was deleted while this turn ran.", param="thread_id")
-    if turn.history_positions is None:
-        turn.history_positions = (written[0]["position"], written[-1]["position"])
+    return rows
+
+
+def _thread_deleted(turn: Turn) -> NotFound:
+    return NotFound(f"The thread {turn.thread_id!r} was deleted while this turn ran.", param="thread_id")
 
 
 def _as_input(item: dict[str, Any]) -> dict[str, Any]:
@@ -291,18 +293,28 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
         ctx.db, ctx.org_id, ctx.settings.secret, turn.people, started_at=turn.accepted_at, keep_plans=True)
     if not plans_kept:
         await let_key_checks_keep_plans(ctx.db)
-    if turn.stored:
+    placeholders = turn.pseudonymizer is not None and turn.thread_id is not None
+    state = failure is None and turn.pending_state is not None and turn.thread_id is not None
+    # The output items go with the closing update (a round trip fewer), unless other writes of the thread follow
+    # them: its placeholders and its working state come after the items, as when an application writes them.
+    appended_apart = turn.stored and (placeholders or state)
+    if appended_apart:
         await _append(ctx, turn, turn.produced)
-        if turn.pseudonymizer is not None and turn.thread_id is not None:
-            await pii_service.store(ctx, turn.thread_id, turn.pseudonymizer)  # values first seen in tool results
-        if failure is None and turn.pending_state is not None and turn.thread_id is not None:
+        if placeholders:
+            await pii_service.store(ctx, str(turn.thread_id), turn.pseudonymizer)  # values first seen in tool results
+        if state:
+            assert turn.pending_state is not None
             schema = turn.agent.working_state_schema if turn.agent else None
-            turn.state_written = await apply_state(ctx, turn.thread_id, turn.pending_state, turn.id, schema)
+            turn.state_written = await apply_state(ctx, str(turn.thread_id), turn.pending_state, turn.id, schema)
     row = _row(turn, status, error)
     if turn.stored:
-        await repo.finish(ctx.db, ctx.org_id, turn.id, {"status": status, "output": turn.produced,
-                                                        "usage": turn.usage, "error": error, "trace": row["trace"],
-                                                        "completed_at": row["completed_at"]}, _usage_rows(turn))
+        items = [] if appended_apart or turn.thread_id is None else _item_rows(ctx, turn, turn.produced)
+        if not await repo.finish(ctx.db, ctx.org_id, turn.id, {"status": status, "output": turn.produced,
+                                                               "usage": turn.usage, "error": error,
+                                                               "trace": row["trace"],
+                                                               "completed_at": row["completed_at"]},
+                                 _usage_rows(turn), thread_id=turn.thread_id, items=items):
+            raise _thread_deleted(turn)
     else:
         await _meter(turn)
     if turn.stored and turn.thread_id is not None and turn.compaction is not None:

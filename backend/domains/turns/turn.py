@@ -63,7 +63,6 @@ class Turn:
     # filled while the turn runs
     history_positions: tuple[int, int] | None = None
     new_thread: bool = False  # the thread was opened by this turn (nothing to read back but a copied state)
-    reserved: tuple[int, datetime] | None = None  # positions a new thread was inserted with, for the input
     messages: list[dict[str, Any]] = field(default_factory=list)
     injected: Built | None = None
     calls: list[ModelCall] = field(default_factory=list)
