@@ -185,9 +185,6 @@ async def _dispatch(turn: Turn, call: ToolCall, arguments: dict[str, Any], call_
         return tools.tool_error_output(refused), refused.message
     turn.committing = (asyncio.get_running_loop().create_task(_finish_write(turn, later, index, unembedded)),
                        call.id)
-    # Let the task send its insert now, so PostgreSQL runs it while the model's next request is being built: else
-    # it waits for the HTTP client's first pause, and the commit for the next (0.8 → 0.15 ms of waiting in settle).
-    await asyncio.sleep(0)
     return output, None
 
 
