@@ -51,13 +51,12 @@ def _accepting(new_thread: bool) -> Prepared:
 
 _ACCEPT = {new_thread: _accepting(new_thread) for new_thread in (False, True)}
 # With the turn's usage rows (PLT-18) in the same statement, and (_FINISH_APPENDING) its output items.
-_FINISH = Prepared(update(R).where(R.c.org_id == bindparam("org_id"), R.c.id == bindparam("response_id"))
-                   .values({c: bindparam(c) for c in _FINISHED}).add_cte(usage.record_many_cte()))
+_FINISH_UPDATE = (update(R).where(R.c.org_id == bindparam("org_id"), R.c.id == bindparam("response_id"))
+                  .values({c: bindparam(c) for c in _FINISHED}).add_cte(usage.record_many_cte()))
+_FINISH = Prepared(_FINISH_UPDATE)
 _TAKEN, _APPENDED = item_writes.append_ctes()
-_FINISH_APPENDING = Prepared(
-    update(R).where(R.c.org_id == bindparam("org_id"), R.c.id == bindparam("response_id"))
-    .values({c: bindparam(c) for c in _FINISHED}).add_cte(usage.record_many_cte()).add_cte(_TAKEN)
-    .add_cte(_APPENDED).returning(select(func.count()).select_from(_APPENDED).scalar_subquery().label("appended")))
+_FINISH_APPENDING = Prepared(_FINISH_UPDATE.add_cte(_TAKEN).add_cte(_APPENDED).returning(
+    select(func.count()).select_from(_APPENDED).scalar_subquery().label("appended")))
 
 
 @dataclass(frozen=True)
