@@ -11,8 +11,8 @@ person (by records), interleaved in one run:
     new       a turn that opens a thread (one model round)
     continue  a turn that continues one of the person's threads of 20 items (history read; one model round)
     tool      a turn whose model calls the memory write tool, then answers (two model rounds, one record written)
-    build     `injection.service.build` alone, as the turn's prepare step calls it, for the same key, person and
-              input, in a transaction of its own, in this process
+    build     `injection.service.build` alone, as the turn calls it (turns/block_ahead.py), for the same key, person
+              and input, in a transaction of its own, in this process
     key       GET /key, the cheapest authenticated request: a yardstick of how busy the machine was
 
 Each turn is timed over HTTP from request to answer; only answers with 201 and `status: "completed"` (and the
@@ -422,7 +422,7 @@ class Bench:
         return self.contexts[person]
 
     async def build(self, person: str) -> tuple[Sample, Any]:
-        """The builder as `turns.service.prepare` calls it, in a transaction of its own."""
+        """The builder as a turn calls it (turns/block_ahead.py), in a transaction of its own."""
         from backend.db.tenant import use_org
         from backend.domains.injection import service as injection
         from backend.domains.injection.config import choose_block
@@ -565,10 +565,10 @@ class Bench:
     async def plans(self, who: str) -> dict[str, Plan]:
         """EXPLAIN (ANALYZE, BUFFERS) of the statements a continue turn of `who` spends its database time in, once
         after the timings (bench/plans.py): the turn as `turns.service.run` runs it (`accept`: the thread checked,
-        the input kept; `prepare`: the history read, the memory block built; the model's round, from the scripted
-        server; `finish`: the answer and the response kept), for the same key, person and input, on the
-        application's role with the key's organisation set, each statement explained where the turn runs it. In
-        one transaction, rolled back, where the route commits between its steps."""
+        the input kept, the memory block built meanwhile on a session of its own; `prepare`: the history read; the
+        model's round, from the scripted server; `finish`: the answer and the response kept), for the same key,
+        person and input, on the application's role with the key's organisation set, each statement explained where
+        the turn runs it. In one transaction, rolled back, where the route commits between its steps."""
         import msgspec
 
         from backend import contexts
@@ -590,8 +590,9 @@ class Bench:
                    "first, which the model is sent (`prepare`)", lambda sql: sql.startswith("SELECT thread_items.")
                    and "ORDER BY thread_items.position DESC" in sql),
             Wanted(f"the memory block's candidates: `injection.repository.candidates_statement`, every section of "
-                   f"the block in one statement, as `injection.service.build` runs it in `prepare` (and in the "
-                   f"build timed alone) for {person} and the turn's input; the statement the build spends its time in",
+                   f"the block in one statement, as `injection.service.build` runs it for the turn (on a session of "
+                   f"its own, turns/block_ahead.py, as in the build timed alone) for {person} and the turn's input; "
+                   f"the statement the build spends its time in",
                    starting("SELECT candidates.")),
             Wanted("the response kept: `turns.repository._FINISH_APPENDING`, its status, output and trace, with "
                    "the answer appended to the thread as `_APPEND` does and the usage rows of its model calls, in one "
@@ -747,11 +748,12 @@ def render(results: Results, meta: dict[str, Any], info: dict[str, Any]) -> str:
         "counts only when it answers 201 with `status: \"completed\"`, the scripted reply, the "
         "expected model rounds (and, for the tool turn, the created record). Model time: the trace's `model_ms` "
         "(GET /responses/{id}, untimed; the provider call, which includes the OpenAI SDK's work and the loopback "
-        "round trip). Platform time = total − model time. Build: `injection.service.build` as the turn's prepare "
-        "step calls it (same key, person and input), timed from opening the session to the commit, in the "
-        "benchmark's process. Before measuring, each person's first turns were checked to inject exactly the "
-        "records the builder returns and a continued thread to send its history. The record a tool turn writes is "
-        "deleted after its turn (untimed); before the run the data set is restored as built.",
+        "round trip). Platform time = total − model time. Build: `injection.service.build` as the turn calls it "
+        "on a session of its own (turns/block_ahead.py; same key, person and input), timed from opening the "
+        "session to the commit, in the benchmark's process. Before measuring, each person's first turns were "
+        "checked to inject exactly the records the builder returns and a continued thread to send its history. The "
+        "record a tool turn writes is deleted after its turn (untimed); before the run the data set is restored as "
+        "built.",
     ]
     passes = -(-(info["repeat"] + info["warmup"] + 1) // OWN_THREADS)
     history = f"{HISTORY}" if passes == 1 else f"{HISTORY} to {HISTORY + 2 * (passes - 1)}"

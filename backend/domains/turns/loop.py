@@ -185,6 +185,7 @@ async def _dispatch(turn: Turn, call: ToolCall, arguments: dict[str, Any], call_
         return tools.tool_error_output(refused), refused.message
     turn.committing = (asyncio.get_running_loop().create_task(_finish_write(turn, later, index, unembedded)),
                        call.id)
+    await asyncio.sleep(0)  # the insert is sent now, before the model's next request takes the event loop
     return output, None
 
 

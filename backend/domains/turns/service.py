@@ -21,15 +21,13 @@ from backend.domains import compaction
 from backend.domains.agents import service as agents
 from backend.domains.erasure import guard as erasure
 from backend.domains.injection import service as injection
-from backend.domains.injection.config import choose_block
-from backend.domains.memory import decay
 from backend.domains.models import service as models
 from backend.domains.orgs.service import check_timezone
 from backend.domains.privacy import service as pii_service
 from backend.domains.threads import repository as threads_repo
 from backend.domains.threads import rules as thread_rules
 from backend.domains.threads import service as threads
-from backend.domains.turns import conversation, documents, idempotency, inputs, loop, privacy
+from backend.domains.turns import block_ahead, conversation, documents, idempotency, inputs, loop, privacy
 from backend.domains.turns import repository as repo
 from backend.domains.turns.state_tool import apply as apply_state
 from backend.domains.turns.turn import AgentTurn, Turn, TurnFailure
@@ -37,7 +35,7 @@ from backend.domains.usage import repository as usage
 from backend.errors import BadRequest, NotFound, ValidationFailed
 from backend.ids import new_id
 from backend.providers.pii import PiiUnavailable
-from shared.schemas.threads import FunctionCallOutputIn, ItemIn, MessageIn
+from shared.schemas.threads import FunctionCallOutputIn, ItemIn
 from shared.schemas.turns import ResponseCreate
 
 HISTORY_LIMIT = 2000  # items of a thread sent in full when nothing summarises them (TRN-6 bounds it further)
@@ -91,8 +89,23 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
         raise ValidationFailed("Name the model (`model`, from GET /models) or an agent (`agent_id`), one of them.",
                                param="model")
     agent = await agents.resolve(ctx, body.agent_id) if body.agent_id is not None else None
-    stored = body.store and "threads" in ctx.principal.capabilities
     items = inputs.input_items(body.input)
+    ahead = block_ahead.start(ctx, agent.memory_injection if agent else None, items)
+    try:
+        accepted = await _keep(ctx, body, idempotency_key, field, agent, items)
+    except BaseException:
+        await block_ahead.discard(ahead)
+        raise
+    if isinstance(accepted, dict):
+        await block_ahead.discard(ahead)
+    else:
+        accepted.block_ahead = ahead
+    return accepted
+
+
+async def _keep(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | None, field: tuple[str, str] | None,
+                agent: agents.AgentVersion | None, items: list[ItemIn]) -> Turn | dict[str, Any]:
+    stored = body.store and "threads" in ctx.principal.capabilities
     zone = check_timezone(body.timezone, "timezone") if body.timezone else str(ctx.org.get("timezone") or "UTC")
     model_id = agent.model if agent is not None else str(body.model)
     spec = await models.offered_spec(ctx.db, ctx.org_id, model_id, param="agent_id" if agent else "model")
@@ -201,16 +214,29 @@ def _as_input(item: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- what the model is sent (TRN-2)
 
-def _last_user_text(items: list[ItemIn]) -> str | None:
-    """What the turn is about, for the memory block's relevance ranking: the last user message's words."""
-    for item in reversed(items):
-        if isinstance(item, MessageIn) and item.role == "user":
-            return thread_rules.message_text(item.content)
-    return None
-
-
 async def prepare(turn: Turn) -> None:
     """Read what the model is sent: summaries, working state, the memory block and the recent items."""
+    ctx = turn.ctx
+    ahead, turn.block_ahead = turn.block_ahead, None
+    try:
+        history, summaries, state = await _thread_context(turn)
+    except BaseException:
+        await block_ahead.discard(ahead)
+        raise
+    agent_block = turn.agent.memory_injection if turn.agent else None
+    turn.injected = await (ahead or block_ahead.build(ctx, ctx.db, agent_block, turn.items))
+    instructions = [turn.agent.instructions] if turn.agent and turn.agent.instructions else []
+    if turn.body.instructions:
+        instructions.append(turn.body.instructions)
+    turn.messages = conversation.build(instructions=instructions, summaries=summaries, state=state,
+                                       block=turn.injected.text, history=history,
+                                       new_input=conversation.input_dicts(turn.items))
+    if privacy.wanted(ctx):
+        await _hide(turn)
+
+
+async def _thread_context(turn: Turn) -> tuple[list[dict[str, Any]], list[str], dict[str, Any] | None]:
+    """The thread's recent items (after its summaries, TRN-6), the summaries and its working state."""
     ctx = turn.ctx
     history: list[dict[str, Any]] = []
     summaries: list[str] = []
@@ -229,20 +255,7 @@ async def prepare(turn: Turn) -> None:
     if turn.thread_id is not None and not (turn.new_thread and turn.body.working_state_from is None):
         state_row = await threads_repo.get_state(ctx.db, ctx.org_id, turn.thread_id)
         state = state_row["state"] if state_row else None
-    agent_block = turn.agent.memory_injection if turn.agent else None
-    text = _last_user_text(turn.items)
-    turn.injected = await injection.build(ctx.db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key),
-                                          choose_block(ctx.principal, ctx.scope, agent_block),
-                                          turn_input=text,
-                                          max_budget=ctx.settings.injection_max_budget_tokens)
-    instructions = [turn.agent.instructions] if turn.agent and turn.agent.instructions else []
-    if turn.body.instructions:
-        instructions.append(turn.body.instructions)
-    turn.messages = conversation.build(instructions=instructions, summaries=summaries, state=state,
-                                       block=turn.injected.text, history=history,
-                                       new_input=conversation.input_dicts(turn.items))
-    if privacy.wanted(ctx):
-        await _hide(turn)
+    return history, summaries, state
 
 
 async def _hide(turn: Turn) -> None:

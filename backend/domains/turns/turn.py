@@ -72,6 +72,8 @@ class Turn:
     pseudonymizer: Any = None  # a Pseudonymizer when the key hides personal data (TRN-10)
     state_written: bool | None = None
     rounds: int = 0
+    # the memory block being built on a session of its own while the turn is accepted (block_ahead.py)
+    block_ahead: asyncio.Task[Built] | None = None
     # a platform tool's transaction finishing while the model reads its result, and the call's id (loop.settle)
     committing: tuple[asyncio.Task[None], str] | None = None
     # MEM-19: whose erasure after `accepted_at` (the accepting transaction's start) stops the turn from keeping more
