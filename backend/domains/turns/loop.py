@@ -39,20 +39,33 @@ def message_item(text: str) -> dict[str, Any]:
             "content": [{"type": "output_text", "text": text, "annotations": []}]}
 
 
-async def run(turn: Turn) -> None:
-    """Ask the model until it answers in words or calls a client function; raises TurnFailure."""
+async def run(turn: Turn, *, commit_first: bool = False) -> None:
+    """Ask the model until it answers in words or calls a client function; raises TurnFailure.
+
+    `commit_first`: the session's open transaction (the accepting one: the input kept, TRN-11) is committed as the
+    model is first asked. The commit is sent, and the model's request (this process's own work, in the OpenAI SDK)
+    goes out while it completes; nothing uses the session before `settle` has waited for it. Should it fail, the
+    turn ends on that error, as an error reading what the model is sent would, and the model's answer is dropped.
+    """
     try:
+        if commit_first:
+            turn.committing = (asyncio.get_running_loop().create_task(turn.ctx.db.commit()), None)
+            await asyncio.sleep(0)  # the commit is sent now, before the model's request takes the event loop
         await _rounds(turn)
     finally:
         await settle(turn)
 
 
 async def settle(turn: Turn) -> None:
-    """Wait for a platform tool's transaction still finishing. Should it fail (a person the record names erased
-    since it began, or an error of the database), the turn fails and the call's result in the thread says so."""
+    """Wait for the accepting commit or a platform tool's transaction still finishing. Should a tool's fail (a
+    person the record names erased since it began, or an error of the database), the turn fails and the call's
+    result in the thread says so."""
     if turn.committing is None:
         return
     (task, call_id), turn.committing = turn.committing, None
+    if call_id is None:  # the accepting commit (`run`'s commit_first): its error is the turn's own
+        await task
+        return
     try:
         await task
     except Exception as failed:

@@ -1,7 +1,7 @@
 """Turns (TRN-1 … TRN-11): accept the request, build what the model is sent, run the loop, keep the result.
 
-A turn is the one route that commits more than once (docs/decisions.md): it keeps the input before calling the
-model (TRN-11: a failed turn still has its input in the thread), holds no transaction while the model thinks,
+A turn is the one route that commits more than once (docs/decisions.md): it commits the input as it first calls
+the model (TRN-11: a failed turn still has its input in the thread), holds no transaction while the model thinks,
 runs each platform tool in a transaction of its own, and writes the answer, the working state and the usage
 together at the end; the recall counts follow, written with other turns' (memory.recall_tally).
 """
@@ -359,15 +359,16 @@ async def run(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | 
     try:
         failure: TurnFailure | None = None
         try:
-            # Read in the accepting transaction: the input and what the model is sent are one commit, made
+            # Read in the accepting transaction: the input and what the model is sent are one commit, sent
             # before the model is asked (TRN-11); an unexpected error here keeps nothing at all.
             await prepare(turn)
         except TurnFailure as failed:
             failure = failed
-        await ctx.db.commit()
-        if failure is None:
+        if failure is not None:
+            await ctx.db.commit()
+        else:
             try:
-                await loop.run(turn)
+                await loop.run(turn, commit_first=True)
             except TurnFailure as failed:
                 failure = failed
         await ctx.db.rollback()

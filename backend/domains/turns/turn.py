@@ -74,8 +74,9 @@ class Turn:
     rounds: int = 0
     # the memory block being built on a session of its own while the turn is accepted (block_ahead.py)
     block_ahead: asyncio.Task[Built] | None = None
-    # a platform tool's transaction finishing while the model reads its result, and the call's id (loop.settle)
-    committing: tuple[asyncio.Task[None], str] | None = None
+    # a transaction finishing while the model is asked (loop.settle): the accepting one (no call id), or a
+    # platform tool's while the model reads its result, with the call's id
+    committing: tuple[asyncio.Task[None], str | None] | None = None
     # MEM-19: whose erasure after `accepted_at` (the accepting transaction's start) stops the turn from keeping more
     people: tuple[str, ...] = ()
     accepted_at: datetime | None = None
