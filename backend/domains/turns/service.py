@@ -359,8 +359,9 @@ async def run(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | 
     try:
         failure: TurnFailure | None = None
         try:
-            # Read in the accepting transaction: the input and what the model is sent are one commit, sent
-            # before the model is asked (TRN-11); an unexpected error here keeps nothing at all.
+            # The thread's part of what the model is sent is read in the accepting transaction (the block beside
+            # it: block_ahead.py); its commit is sent as the model is asked (TRN-11). An unexpected error here
+            # keeps nothing at all.
             await prepare(turn)
         except TurnFailure as failed:
             failure = failed
