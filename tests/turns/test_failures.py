@@ -144,3 +144,19 @@ def test_thr_6_a_thread_deleted_while_the_model_answers_keeps_nothing_of_the_tur
     assert db.execute("SELECT count(*) FROM thread_items").fetchone()[0] == 0
     assert db.execute("SELECT status, thread_id, output FROM responses WHERE id <> %s",
                       (first["id"],)).fetchall() == [("failed", None, None)]
+
+
+def test_trn_11_an_accepting_commit_that_fails_ends_the_turn_and_keeps_nothing(client: Any, org: Org,
+                                                                               scripted: Any, db: Any) -> None:
+    """The accepting commit completes while the model is asked (turns/loop.py, `commit_first`). Refused at commit
+    (here by a deferred trigger), the turn is an internal error: no thread, item or response is kept, whatever
+    the model answered, and the next turn runs as usual."""
+    db.execute("CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS "
+               "$$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$")
+    db.execute("CREATE CONSTRAINT TRIGGER refuse_marked_turns AFTER INSERT ON responses DEFERRABLE INITIALLY "
+               "DEFERRED FOR EACH ROW WHEN (NEW.metadata->>'refuse' = 'yes') EXECUTE FUNCTION refuse_at_commit()")
+    assert_error(_post(client, org, None, input="Hello.", metadata={"refuse": "yes"}), 500, "internal_error")
+    assert db.execute("SELECT (SELECT count(*) FROM threads), (SELECT count(*) FROM thread_items), "
+                      "(SELECT count(*) FROM responses)").fetchone() == (0, 0, 0)
+    assert turn(client, anna(org), input="Hello.")["status"] == "completed"
+    assert db.execute("SELECT count(*) FROM responses WHERE status = 'completed'").fetchone()[0] == 1
