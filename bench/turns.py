@@ -563,12 +563,13 @@ class Bench:
         return results
 
     async def plans(self, who: str) -> dict[str, Plan]:
-        """EXPLAIN (ANALYZE, BUFFERS) of the statements a continue turn of `who` spends its database time in, once
-        after the timings (bench/plans.py): the turn as `turns.service.run` runs it (`accept`: the thread checked,
-        the input kept, the memory block built meanwhile on a session of its own; `prepare`: the history read; the
-        model's round, from the scripted server; `finish`: the answer and the response kept), for the same key,
-        person and input, on the application's role with the key's organisation set, each statement explained where
-        the turn runs it. In one transaction, rolled back, where the route commits between its steps."""
+        """EXPLAIN (ANALYZE, BUFFERS) of the statements a continue turn of `who` spends its database time in, once after
+        the timings (bench/plans.py): the turn as `turns.service.run` runs it (`accept`: the thread checked, the input
+        kept; `prepare`: the history read, the memory block built (in the serving process on a session of its own while
+        the turn is accepted; here, with one pooled connection, in the turn's session); the model's round, from the
+        scripted server; `finish`: the answer and the response kept), for the same key, person and input, on the
+        application's role with the key's organisation set, each statement explained where the turn runs it. In one
+        transaction, rolled back, where the route commits between its steps."""
         import msgspec
 
         from backend import contexts
@@ -590,9 +591,10 @@ class Bench:
                    "first, which the model is sent (`prepare`)", lambda sql: sql.startswith("SELECT thread_items.")
                    and "ORDER BY thread_items.position DESC" in sql),
             Wanted(f"the memory block's candidates: `injection.repository.candidates_statement`, every section of "
-                   f"the block in one statement, as `injection.service.build` runs it for the turn (on a session of "
-                   f"its own, turns/block_ahead.py, as in the build timed alone) for {person} and the turn's input; "
-                   f"the statement the build spends its time in",
+                   f"the block in one statement, as `injection.service.build` runs it for the turn (explained here in "
+                   f"the turn's own session: with one pooled connection a turn does not read it apart, "
+                   f"turns/block_ahead.py) for {person} and the turn's input; the statement the build spends its time "
+                   f"in",
                    starting("SELECT candidates.")),
             Wanted("the response kept: `turns.repository._FINISH_APPENDING`, its status, output and trace, with "
                    "the answer appended to the thread as `_APPEND` does and the usage rows of its model calls, in one "

@@ -43,3 +43,34 @@ def test_trn_2_a_turn_refused_while_its_block_is_read_returns_every_connection(
     assert _checked_out(client) == 0
     assert scripted.requests and len(scripted.requests) == 1
     assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == 1
+
+
+def test_trn_2_with_the_pool_s_own_connections_all_out_a_turn_reads_its_block_in_its_own_session(
+        client: Any, org: Org, scripted: Any) -> None:
+    """A turn reading its block apart holds one connection while it waits for another. With all but one of the
+    pool's connections held elsewhere, the turn still answers (it reads the block through its own connection);
+    waiting for a second one instead, it would stall until the pool's timeout."""
+    _, key = _memory_setup(client, org)
+    engine = client.app.state.engine
+    capacity = engine.pool.size() + engine.pool._max_overflow
+
+    async def hold(n: int) -> list[Any]:
+        held = []
+        for _ in range(n):
+            connection = engine.connect()
+            await connection.start()
+            held.append(connection)
+        return held
+
+    async def release(held: list[Any]) -> None:
+        for connection in held:
+            await connection.close()
+
+    held = client.blocking_portal.call(hold, capacity - 1)
+    try:
+        answer = turn(client, anna(org, key), input="Hello")
+    finally:
+        client.blocking_portal.call(release, held)
+    assert answer["status"] == "completed"
+    assert "Has a dog named Rex" in scripted.messages(0)[0]["content"]
+    assert _checked_out(client) == 0

@@ -12,7 +12,8 @@ before anything is kept or sent. An erasure that commits while the block is read
 in the accepting transaction itself.
 
 A turn whose block cannot be chosen here (the key's policy refuses a request naming nobody, an agent's block
-that does not parse) builds it as before, in `prepare`, where the same error is raised at the same step.
+that does not parse) builds it as before, in `prepare`, where the same error is raised at the same step; so does a
+turn arriving while the connection pool's own connections are all out (`_pool_has_room`).
 """
 
 from __future__ import annotations
@@ -60,9 +61,19 @@ def start(ctx: RequestContext, agent_block: Any, items: Sequence[ItemIn]) -> asy
     except ApiError:
         return None
     engine = ctx.db.bind
-    if chosen.reason is not None or not isinstance(engine, AsyncEngine):
+    if chosen.reason is not None or not isinstance(engine, AsyncEngine) or not _pool_has_room(engine):
         return None
     return asyncio.get_running_loop().create_task(_build_apart(ctx, engine, agent_block, items))
+
+
+def _pool_has_room(engine: AsyncEngine) -> bool:
+    """Whether the pool's own connections are not all out. A turn reading its block apart holds its own
+    connection while it waits for the block's: were every connection held by such turns, each would wait for
+    another until the pool's timeout. Past the pool's size (in its overflow) turns read the block in their own
+    session, as before, and so always finish and give connections back."""
+    pool: Any = engine.pool
+    size, out = getattr(pool, "size", None), getattr(pool, "checkedout", None)
+    return size is None or out is None or out() < size()
 
 
 async def _build_apart(ctx: RequestContext, engine: AsyncEngine, agent_block: Any,
