@@ -24,11 +24,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.pool import QueuePool
 
 from backend.access.context import RequestContext
 from backend.db.tenant import use_org
 from backend.domains.injection import service as injection
-from backend.domains.injection.config import choose_block
+from backend.domains.injection.config import ChosenBlock, choose_block
 from backend.domains.memory import decay
 from backend.domains.threads import rules as thread_rules
 from backend.errors import ApiError
@@ -46,24 +47,29 @@ def turn_input(items: Sequence[ItemIn]) -> str | None:
     return None
 
 
-async def build(ctx: RequestContext, db: AsyncSession, agent_block: Any, items: Sequence[ItemIn]) -> injection.Built:
+def choose(ctx: RequestContext, agent_block: Any) -> ChosenBlock:
+    """The block the turn injects: the agent's, else the key's (INJ-2)."""
+    return choose_block(ctx.principal, ctx.scope, agent_block)
+
+
+async def build(ctx: RequestContext, db: AsyncSession, chosen: ChosenBlock, items: Sequence[ItemIn]
+                ) -> injection.Built:
     """The block as the turn sends it, read through `db` (the turn's own session or one of its own)."""
-    return await injection.build(db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key),
-                                 choose_block(ctx.principal, ctx.scope, agent_block), turn_input=turn_input(items),
-                                 max_budget=ctx.settings.injection_max_budget_tokens)
+    return await injection.build(db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key), chosen,
+                                 turn_input=turn_input(items), max_budget=ctx.settings.injection_max_budget_tokens)
 
 
 def start(ctx: RequestContext, agent_block: Any, items: Sequence[ItemIn]) -> asyncio.Task[injection.Built] | None:
     """The block's build, started; None when it is built later in the turn's own session (see the module's text),
     or when no block is injected (nothing to read)."""
     try:
-        chosen = choose_block(ctx.principal, ctx.scope, agent_block)
+        chosen = choose(ctx, agent_block)
     except ApiError:
         return None
     engine = ctx.db.bind
     if chosen.reason is not None or not isinstance(engine, AsyncEngine) or not _pool_has_room(engine):
         return None
-    return asyncio.get_running_loop().create_task(_build_apart(ctx, engine, agent_block, items))
+    return asyncio.get_running_loop().create_task(_build_apart(ctx, engine, chosen, items))
 
 
 def _pool_has_room(engine: AsyncEngine) -> bool:
@@ -71,17 +77,16 @@ def _pool_has_room(engine: AsyncEngine) -> bool:
     connection while it waits for the block's: were every connection held by such turns, each would wait for
     another until the pool's timeout. Past the pool's size (in its overflow) turns read the block in their own
     session, as before, and so always finish and give connections back."""
-    pool: Any = engine.pool
-    size, out = getattr(pool, "size", None), getattr(pool, "checkedout", None)
-    return size is None or out is None or out() < size()
+    pool = engine.pool
+    return not isinstance(pool, QueuePool) or pool.checkedout() < pool.size()
 
 
-async def _build_apart(ctx: RequestContext, engine: AsyncEngine, agent_block: Any,
+async def _build_apart(ctx: RequestContext, engine: AsyncEngine, chosen: ChosenBlock,
                        items: Sequence[ItemIn]) -> injection.Built:
     async with AsyncSession(engine) as db:
         await use_org(db, ctx.org_id)
         async with db.begin():
-            return await build(ctx, db, agent_block, items)
+            return await build(ctx, db, chosen, items)
 
 
 async def discard(task: asyncio.Task[injection.Built] | None) -> None:

@@ -224,7 +224,7 @@ async def prepare(turn: Turn) -> None:
         await block_ahead.discard(ahead)
         raise
     agent_block = turn.agent.memory_injection if turn.agent else None
-    turn.injected = await (ahead or block_ahead.build(ctx, ctx.db, agent_block, turn.items))
+    turn.injected = await (ahead or block_ahead.build(ctx, ctx.db, block_ahead.choose(ctx, agent_block), turn.items))
     instructions = [turn.agent.instructions] if turn.agent and turn.agent.instructions else []
     if turn.body.instructions:
         instructions.append(turn.body.instructions)
