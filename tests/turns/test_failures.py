@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from backend.config import Settings
-from tests.helpers import Org, assert_error
+from tests.helpers import Org, assert_error, bearer
 from tests.turns.conftest import anna, items, turn
 
 
@@ -44,6 +44,32 @@ def test_trn_8_the_same_key_and_body_replay_the_answer(client: Any, org: Org, sc
     assert_error(_post(client, org, "k-2", input="Hello", store=False), 422, "idempotency_unkept")
 
 
+def test_trn_8_a_key_name_of_one_person_never_answers_another_on_the_same_key(client: Any, org: Org,
+                                                                             scripted: Any) -> None:
+    """One application key serves many people: Bob choosing the name Anna chose gets a turn of his own, never her
+    stored answer or her thread."""
+    scripted.reply("Anna's private answer.").reply("Bob's answer.")
+    hers = _post(client, org, "retry-1", input="Hello")
+    bobs = client.post("/responses", json={"model": "scripted", "input": "Hello"},
+                       headers={**bearer(org.key, subject="bob"), "Idempotency-Key": "retry-1"})
+    assert hers.status_code == bobs.status_code == 201
+    assert bobs.json()["id"] != hers.json()["id"] and bobs.json()["thread_id"] != hers.json()["thread_id"]
+    assert bobs.json()["output_text"] == "Bob's answer."
+    assert _post(client, org, "retry-1", input="Hello").json() == hers.json()
+    assert len(scripted.requests) == 2
+
+
+def test_trn_8_an_erased_person_s_key_names_are_forgotten(client: Any, org: Org, scripted: Any, db: Any) -> None:
+    scripted.reply("Before.").reply("After.")
+    first = _post(client, org, "k-erase", input="Hello")
+    assert client.delete("/subjects/anna", headers=bearer(org.key)).status_code in (200, 204)
+    kept = db.execute("SELECT idempotency_owner, idempotency_key FROM responses WHERE id = %s",
+                      (first.json()["id"],)).fetchone()
+    assert kept == (None, None)
+    again = _post(client, org, "k-erase", input="Hello")
+    assert again.status_code == 201 and again.json()["output_text"] == "After."
+
+
 def test_trn_8_a_repeat_while_the_first_runs_is_409(client: Any, org: Org, scripted: Any) -> None:
     seen: list[Any] = []
     scripted.reply("Slow answer.", before=lambda: seen.append(_post(client, org, "k-busy", input="Hello")))
@@ -62,7 +88,7 @@ def test_trn_8_a_repeat_accepted_at_the_same_moment_is_409_and_writes_nothing(
     with psycopg.connect(db.info.dsn) as first:  # the first request, holding its uncommitted row
         first.execute("INSERT INTO responses (org_id, id, key_id, model, status, idempotency_owner, "
                       "idempotency_key, request_digest, created_at) VALUES (%s, 'resp_first', %s, 'scripted', "
-                      "'in_progress', %s, 'k-race', 'digest', now())", (org.org_id, org.key_id, org.key_id))
+                      "'in_progress', %s, 'k-race', 'digest', now())", (org.org_id, org.key_id, f"{org.key_id}/anna"))
         answers: list[Any] = []
         second = threading.Thread(target=lambda: answers.append(_post(client, org, "k-race", input="Hello")))
         second.start()

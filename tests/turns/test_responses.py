@@ -173,3 +173,16 @@ def test_mem_19_erasing_a_person_leaves_only_id_status_and_usage_of_her_response
     rows = db.execute("SELECT subject, output IS NULL, usage->>'total_tokens' FROM responses "
                       "ORDER BY subject").fetchall()
     assert rows == [("bob", False, "18"), (None, True, "18")]
+
+
+def test_mem_19_erasing_a_thread_s_owner_forgets_the_other_turns_in_her_thread_too(client: Any, org: Org,
+                                                                                     scripted: Any, db: Any) -> None:
+    """A turn in her thread made by a request naming nobody holds her conversation as much as her own turns do."""
+    hers = turn(client, anna(org), input="My secret plan")
+    theirs = turn(client, org.admin, input="Summarise it", thread_id=hers["thread_id"])
+    assert db.execute("SELECT subject FROM responses WHERE id = %s", (theirs["id"],)).fetchone() == (None,)
+    erased = client.delete("/subjects/anna", headers=org.admin)
+    assert erased.status_code == 200, erased.text
+    assert erased.json()["counts"]["responses"] == 2
+    rows = db.execute("SELECT output, trace, thread_id, usage->>'total_tokens' FROM responses ORDER BY id").fetchall()
+    assert rows == [(None, None, None, "18"), (None, None, None, "18")]

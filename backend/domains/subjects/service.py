@@ -24,8 +24,9 @@ from backend.errors import Forbidden
 Eraser = Callable[[AsyncSession, str, str], Awaitable[dict[str, int]]]
 # Placeholders before threads: the rows of her threads would otherwise go by cascade, uncounted. Proposals before
 # her records: their evidence rows go with the records by cascade, and tell whose records a proposal rests on.
+# Turns before threads: the turns of her threads are found through the threads, which the threads' eraser deletes.
 ERASERS: list[Eraser] = [erase_subject_proposals, memory_repo.erase_subject, privacy_repo.erase_subject,
-                         erase_subject_threads, erase_subject_turns]
+                         erase_subject_turns, erase_subject_threads]
 
 
 def register_eraser(eraser: Eraser) -> None:

@@ -19,7 +19,10 @@ def digest(body: ResponseCreate) -> str:
 
 
 def owner(ctx: RequestContext) -> str:
-    return ctx.principal.key_id or str(ctx.actor.id)
+    """Whose names the key lives among: the credential and the person it speaks for. One key serves many people,
+    and a name one of them chose must never answer another's stored turn."""
+    credential = ctx.principal.key_id or str(ctx.actor.id)
+    return f"{credential}/{ctx.person}" if ctx.person else credential
 
 
 async def replayed(ctx: RequestContext, body: ResponseCreate, key: str | None) -> dict[str, Any] | None:

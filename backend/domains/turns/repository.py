@@ -25,8 +25,9 @@ _INSERTED = ("org_id", "id", "thread_id", "key_id", "subject", "model", "agent_i
 _FINISHED = ("status", "output", "usage", "error", "trace", "completed_at")
 # What a deleted thread or an erased person leaves of a response: id, status and usage (THR-6, MEM-19, PLT-18).
 # SQL NULL, not JSON null, in the JSONB columns: nothing of the content stays.
+# The idempotency owner names the person too (idempotency.owner), so it goes with the rest.
 _FORGET = {column: null() for column in (R.c.thread_id, R.c.subject, R.c.output, R.c.error, R.c.trace, R.c.metadata,
-                                         R.c.request_digest)}
+                                         R.c.request_digest, R.c.idempotency_owner, R.c.idempotency_key)}
 
 
 # Its RETURNING also lets the accepting transaction's later writes (the input items' key checks among them) keep
