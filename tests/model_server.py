@@ -28,6 +28,7 @@ class Step:
     delay: float = 0.0
     usage: tuple[int, int] = (11, 7)
     before: Any = None  # called (in a worker thread) when the request arrives, before answering
+    finish_reason: str | None = None  # default: `tool_calls` with calls, else `stop`
 
 
 class ScriptedModel:
@@ -64,9 +65,10 @@ class ScriptedModel:
             self.embeddings_open.set()
 
     def reply(self, content: str | None = None, *, tool_calls: list[tuple[str, dict[str, Any] | str]] | None = None,
-              usage: tuple[int, int] = (11, 7), delay: float = 0.0, before: Any = None) -> ScriptedModel:
+              usage: tuple[int, int] = (11, 7), delay: float = 0.0, before: Any = None,
+              finish_reason: str | None = None) -> ScriptedModel:
         self.steps.append(Step(content=content, tool_calls=tool_calls or [], usage=usage, delay=delay,
-                               before=before))
+                               before=before, finish_reason=finish_reason))
         return self
 
     def fail(self, status: int, *, headers: dict[str, str] | None = None, body: dict[str, Any] | None = None
@@ -141,9 +143,10 @@ class ScriptedModel:
         message: dict[str, Any] = {"role": "assistant", "content": step.content}
         if calls:
             message["tool_calls"] = calls
+        finish = step.finish_reason or ("tool_calls" if calls else "stop")
         answer = {"id": f"chatcmpl-{self._calls}", "object": "chat.completion", "created": int(time.time()),
                   "model": payload.get("model", "scripted"),
-                  "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+                  "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                   "usage": {"prompt_tokens": step.usage[0], "completion_tokens": step.usage[1],
                             "total_tokens": sum(step.usage)}}
         await _send(send, 200, json.dumps(answer).encode(), step.headers)

@@ -77,6 +77,7 @@ class CallOptions:
     max_retries: int = 2  # the SDK retries 408/409/429/5xx and connection errors with backoff, honouring Retry-After
     response_format: Mapping[str, Any] | None = None
     temperature: float | None = None
+    max_output_tokens: int | None = None  # sent as `max_tokens`, which OpenAI-compatible servers all take
 
 
 # Per event loop: an SDK client's connection pool belongs to the loop that opened it.
@@ -125,6 +126,8 @@ async def _openai_compatible(spec: ModelSpec, messages: Sequence[Mapping[str, An
         request["response_format"] = dict(options.response_format)
     if options.temperature is not None:
         request["temperature"] = options.temperature
+    if options.max_output_tokens is not None:
+        request["max_tokens"] = options.max_output_tokens
     try:
         completion = await _client(spec, options).chat.completions.create(**request)
     except openai.APITimeoutError as exc:

@@ -127,7 +127,7 @@ class ResponseUsage(Model):
 class ResponseOut(Model, kw_only=True):
     id: str
     object: str = "response"
-    status: Literal["in_progress", "completed", "failed"]
+    status: Literal["in_progress", "completed", "incomplete", "failed"]
     thread_id: str | None
     model: str | None
     agent_id: str | None = None
@@ -138,6 +138,7 @@ class ResponseOut(Model, kw_only=True):
     error: ResponseError | None = None
     metadata: dict[str, str] | None = None
     trace_id: str | None = None
+    incomplete_details: JSONObject | None = None  # `{"reason": "max_output_tokens"}` when the answer was cut short
     created_at: datetime
     completed_at: datetime | None = None
     trace: JSONObject | None = None

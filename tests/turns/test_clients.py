@@ -28,6 +28,24 @@ def test_trn_1_the_openai_client_creates_and_continues_a_response(live_api: str,
     assert raw.headers["x-core-thread-id"] == raw.parse().to_dict()["thread_id"]
 
 
+def test_trn_1_the_output_limit_reaches_the_model_and_a_cut_answer_is_incomplete(live_api: str, org: Org,
+                                                                                  scripted: Any) -> None:
+    scripted.reply("Once upon a", finish_reason="length").reply("Done.")
+    client = openai.OpenAI(base_url=live_api, api_key=org.key, default_headers={"X-Core-Subject": '{"id": "anna"}'})
+    cut = client.responses.create(model="scripted", input="Tell me a story", max_output_tokens=5)
+    assert scripted.last["max_tokens"] == 5
+    assert cut.status == "incomplete" and cut.incomplete_details is not None
+    assert cut.incomplete_details.reason == "max_output_tokens" and cut.output_text == "Once upon a"
+    assert client.responses.retrieve(cut.id).status == "incomplete"
+    whole = client.responses.create(model="scripted", input="Thanks", previous_response_id=cut.id)
+    assert "max_tokens" not in scripted.last and whole.status == "completed" and whole.incomplete_details is None
+    scripted.reply("Er was eens", finish_reason="length")
+    messages = anthropic.Anthropic(base_url=live_api, auth_token=org.key,
+                                   default_headers={"X-Core-Subject": '{"id": "anna"}'})
+    answer = messages.messages.create(model="scripted", max_tokens=7, messages=[{"role": "user", "content": "Vertel"}])
+    assert scripted.last["max_tokens"] == 7 and answer.stop_reason == "max_tokens"
+
+
 def test_trn_9_the_anthropic_client_continues_a_thread_from_the_header(live_api: str, org: Org,
                                                                        scripted: Any) -> None:
     scripted.reply("Hoi Anna!").reply("Je zei hoi.")

@@ -107,7 +107,8 @@ def answer(doc: dict[str, Any], functions: set[str]) -> dict[str, Any]:
         elif item["type"] == "function_call" and item["name"] in functions:
             content.append({"type": "tool_use", "id": item["call_id"], "name": item["name"],
                             "input": _arguments(item["arguments"])})
-    stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
+    stop = ("tool_use" if any(b["type"] == "tool_use" for b in content)
+            else "max_tokens" if doc["status"] == "incomplete" else "end_turn")
     usage = doc["usage"]
     return {"id": doc["id"], "type": "message", "role": "assistant", "model": doc["model"], "content": content,
             "stop_reason": stop, "stop_sequence": None, "thread_id": doc["thread_id"],

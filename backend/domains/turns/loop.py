@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 def options(turn: Turn) -> CallOptions:
     settings = turn.ctx.settings
     return CallOptions(timeout_seconds=settings.model_timeout_seconds, max_retries=settings.model_max_retries,
-                       temperature=turn.body.temperature)
+                       temperature=turn.body.temperature, max_output_tokens=turn.body.max_output_tokens)
 
 
 def message_item(text: str) -> dict[str, Any]:
@@ -89,16 +89,18 @@ async def _rounds(turn: Turn) -> None:
     definitions = turn.tools.definitions(turn.ctx, turn.zone)
     limit = turn.ctx.settings.turn_max_tool_rounds
     while True:
-        if turn.rounds > limit:
-            raise TurnFailure("tool_rounds_exceeded", f"The model kept calling tools for {limit} rounds; the turn "
-                              "was stopped. Its tool calls so far are kept in the thread.")
         turn.rounds += 1
         answer = await _ask(turn, definitions)
+        # `limit` rounds of platform tools have run: this answer must not start another one.
+        if turn.rounds > limit and any(c.name not in turn.tools.functions for c in answer.tool_calls):
+            raise TurnFailure("tool_rounds_exceeded", f"The model kept calling tools for {limit} rounds; the turn "
+                              "was stopped. Its tool calls so far are kept in the thread.")
         hidden_calls = list(answer.tool_calls)
         _restore(turn, answer)
         if answer.content or not answer.tool_calls:
             turn.produced.append(message_item(answer.content or ""))
         if not answer.tool_calls:
+            turn.cut_short = answer.finish_reason == "length"
             return
         turn.messages.append({"role": "assistant", "content": answer.hidden_content,
                               "tool_calls": [{"id": c.id, "type": "function",

@@ -297,7 +297,7 @@ def _row(turn: Turn, status: str, error: dict[str, str] | None) -> dict[str, Any
 async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
     """Keep the answer (or the failure), the working state and usage in one transaction."""
     ctx = turn.ctx
-    status = "failed" if failure else "completed"
+    status = "failed" if failure else "incomplete" if turn.cut_short else "completed"
     error = {"code": failure.code, "message": failure.message} if failure else None
     # Writes by key follow: planning each for its values cost ~0.3 ms a turn (db/plan_mode.py).
     # MEM-19: a person erased while the model answered gets nothing back; the erasure's lock is taken before any

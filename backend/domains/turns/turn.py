@@ -72,6 +72,7 @@ class Turn:
     pseudonymizer: Any = None  # a Pseudonymizer when the key hides personal data (TRN-10)
     state_written: bool | None = None
     rounds: int = 0
+    cut_short: bool = False  # the final answer stopped at `max_output_tokens`: the response is `incomplete`
     # the memory block being built on a session of its own while the turn is accepted (block_ahead.py)
     block_ahead: asyncio.Task[Built] | None = None
     # a transaction finishing while the model is asked (loop.settle): the accepting one (no call id), or a
