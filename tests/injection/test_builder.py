@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from datetime import UTC, datetime
 
 from backend.access.policy import default_policy
 from backend.access.scope import build_scope
@@ -161,6 +163,53 @@ def test_inj_9_episodes_and_lessons_follow_types_and_episodes_limit(org, client,
                                                                                "types": ["fact"]}})
     assert _preview(client, org, index_id, "anna", key_id=facts_only["id"])["block"] == ""
     assert _preview(client, org, index_id, None)["block"] == ""  # her episodes are hers alone
+
+
+def test_inj_6_instants_render_in_utc_with_plus_zero_whatever_form_they_are_stored_in(org, client, db):
+    """Extraction stores an episode's `from`/`to` with `Z` and commitments store `due_at` with `Z`; a line shows
+    each instant in UTC with `+00:00`, another offset converted."""
+    from backend.domains.extraction.episodes import _instant as extraction_instant
+
+    index_id = _index(client, org)
+    started = extraction_instant(datetime(2026, 11, 1, 9, 0, 0, 250000, tzinfo=UTC))
+    ended = extraction_instant(datetime(2026, 11, 1, 9, 30, tzinfo=UTC))
+    assert (started, ended) == ("2026-11-01T09:00:00.250000Z", "2026-11-01T09:30:00Z")  # the form extraction writes
+    for rid, when in (("mem_episode_z", {"from": started, "to": ended}),
+                      ("mem_episode_cet", {"from": "2026-11-02T10:00:00+01:00", "to": "2026-11-02T10:45:00+01:00"})):
+        db.execute("""INSERT INTO memory_records (org_id, id, index_id, subject, type, text, norm_hash, confidence,
+                      source, episode) VALUES (%s, %s, %s, 'anna', 'episode', %s, %s, 0.8, 'extraction', %s)""",
+                   (org.org_id, rid, index_id, f"Planned the move {rid}", rid,
+                    json.dumps({**when, "thread_id": "thr_a", "first_item_id": "itm_a"})))
+    due = _write(client, org, index_id, "anna", type="commitment", text="Call the bank back",
+                 commitment={"due_at": "2026-12-04T10:00:00+01:00", "promised_to": "bank"})
+    stored = db.execute("SELECT commitment->>'due_at' FROM memory_records WHERE id = %s", (due,)).fetchone()
+    assert stored == ("2026-12-04T09:00:00Z",)
+    client.patch(f"/memory/stores/{index_id}", headers=org.full, json={"injection": {"episodes_limit": 2}})
+    lines = _preview(client, org, index_id, "anna", input="the move")["block"].split("\n")
+    assert ('{"type":"commitment","confidence":"100%","text":"Call the bank back",'
+            '"due_at":"2026-12-04T09:00:00+00:00","promised_to":"bank"}') in lines
+    assert ('{"type":"episode","confidence":"80%","from":"2026-11-01T09:00:00.250000+00:00",'
+            '"to":"2026-11-01T09:30:00+00:00","thread_id":"thr_a","first_item_id":"itm_a",'
+            '"text":"Planned the move mem_episode_z"}') in lines
+    assert ('{"type":"episode","confidence":"80%","from":"2026-11-02T09:00:00+00:00",'
+            '"to":"2026-11-02T09:45:00+00:00","thread_id":"thr_a","first_item_id":"itm_a",'
+            '"text":"Planned the move mem_episode_cet"}') in lines
+
+
+def test_inj_10_a_store_budget_of_zero_injects_nothing(org, client, db):
+    """0 is a budget like any other (the schema allows it), not "unset": nothing fits, the ceiling does not apply."""
+    index_id, ids = _worked_store(client, org, db)
+    response = client.patch(f"/memory/stores/{index_id}", headers=org.full, json={"injection": {"budget_tokens": 0}})
+    assert response.status_code == 200, response.text
+    assert response.json()["injection"]["budget_tokens"] == 0
+    result = _preview(client, org, index_id, "anna")
+    trace = result["trace"]
+    assert result["block"] == ""
+    assert (trace["budget_tokens"], trace["estimated_tokens"], trace["injected_ids"]) == (0, 0, [])
+    assert trace["reason"] == "nothing_fits_budget"
+    assert trace["dropped_by_budget"] == 7 and trace["dropped_by_count"] == 0
+    budget_dropped = {x["id"] for x in trace["left_out"] if x["reason"] == "dropped_by_budget"}
+    assert budget_dropped == set(ids.values()) - {ids["tea"]}
 
 
 def test_inj_2_disabled_block_and_unnamed_store_inject_nothing_silently(org, client, db):

@@ -46,9 +46,20 @@ def percent(confidence: float) -> str:
 
 
 def instant(value: datetime | str | None) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return value.astimezone(UTC).isoformat()
+    """RFC 3339 in UTC with `+00:00` (INJ-6), whatever the stored form: `Z` (extraction and commitments store
+    that), another offset, or naive (read as UTC). A string that does not parse is left as it is."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    else:
+        moment = value
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
 
 
 _JSON = msgspec.json.Encoder()  # writes what json.dumps(…, ensure_ascii=False, separators=(",", ":")) does, ~15× faster

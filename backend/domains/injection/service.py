@@ -89,7 +89,8 @@ async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], ch
     if index is None:
         return Built(None, "index_missing", block_cfg.index_id, 0, [])
     store = effective_sections(sections, max_budget)
-    budget = min(block_cfg.budget_tokens, store.injection.budget_tokens or max_budget, max_budget)
+    store_budget = store.injection.budget_tokens  # None: not set, the ceiling; 0 is a real budget
+    budget = min(block_cfg.budget_tokens, max_budget if store_budget is None else store_budget, max_budget)
     person = scope.subject_id
     sel = repo.Selection(block_cfg.index_id, person, block_cfg.types, block_cfg.metadata, block_cfg.min_confidence,
                          at)
