@@ -177,6 +177,38 @@ def test_mem_10_expiry_and_the_expiring_window(mem: Mem, client: Any, db: Any) -
     assert never["id"] in mem.list(mem.anna())
 
 
+def test_mem_10_recall_and_search_never_show_expired_or_replaced_records(mem: Mem, client: Any) -> None:
+    """Expired records are left out of recall and search whatever the query says; only lists take
+    `include_expired` (MEM-10). Recall and search show the records in force, so a replaced record is left out too,
+    and asking for either there is 422 naming the parameter. By-tag is a list (`GET /memory` with tags)."""
+    import json
+
+    live = mem.write(mem.anna(), "Quokka sightings are on Tuesdays.", tags=["zoo"])
+    gone = mem.write(mem.anna(), "Quokka feeding was on Mondays.", tags=["zoo"], expires_at="2020-01-01T00:00:00Z")
+    tool = mem.tool("write")
+    old = json.loads(client.post(tool, json={"arguments": {"type": "fact", "text": "The quokka keeper is Piet."}},
+                                 headers=mem.anna()).json()["output"])["memory_id"]
+    fix = json.loads(client.post(tool, json={"arguments": {"type": "fact", "text": "The quokka keeper is Joke.",
+                                                           "replaces": old}}, headers=mem.anna()).json()["output"])
+    in_force = {live["id"], fix["memory_id"]}
+    where = {"index_id": mem.index_id}
+    for flag in ("include_expired", "include_replaced"):
+        for route, params in (("/memory/recall", where), ("/memory/search", {**where, "q": "quokka"})):
+            assert_error(client.get(route, params={**params, flag: "true"}, headers=mem.anna()), 422, param=flag)
+            assert_error(client.get(route, params={**params, flag: "true"}, headers=mem.admin), 422, param=flag)
+        recall = client.get("/memory/recall", params={**where, flag: "false"}, headers=mem.anna())
+        assert recall.status_code == 200, recall.text
+        assert "Tuesdays" in recall.text and "Joke" in recall.text
+        assert "Mondays" not in recall.text and "Piet" not in recall.text
+        assert "Memories: 2 total" in recall.text
+        found = client.get("/memory/search", params={**where, "q": "quokka", flag: "false"}, headers=mem.anna())
+        assert set(mem.ids(found)) == in_force
+    by_tag = client.get("/memory/by-tag", params={**where, "tag": "zoo"}, headers=mem.anna())
+    assert mem.ids(by_tag) == [live["id"]]
+    by_tag = client.get("/memory/by-tag", params={**where, "tag": "zoo", "include_expired": "true"}, headers=mem.anna())
+    assert set(mem.ids(by_tag)) == {live["id"], gone["id"]}
+
+
 def test_mem_11_recall_text_format_and_order(mem: Mem, client: Any, db: Any) -> None:
     identity = mem.write(mem.anna(), "Anna de Vries", type="identity", key="user_name", priority="critical",
                          tags=["person", "identity"])

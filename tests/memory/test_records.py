@@ -86,6 +86,28 @@ def test_mem_4_key_upsert_in_one_batch_never_duplicates(mem: Mem, client: Any, d
                       (mem.index_id,)).fetchone() == ("version 4", 5)
 
 
+def test_mem_3_a_key_upsert_is_sourced_and_verified_as_the_writers_new_record_would_be(mem: Mem, client: Any) -> None:
+    """An administrator's writes are `source: admin`, `verified: true`; a key's are `api` and unverified (MEM-3,
+    MEM-18). A keyed upsert rewrites the record in that writer's name, so both follow the writer, both ways."""
+    body = {"index_id": mem.index_id, "type": "fact", "key": "desk", "text": "Desk on the third floor."}
+    by_key = client.post("/memory", json=body, headers=mem.nobody)
+    assert by_key.status_code == 201, by_key.text
+    assert (by_key.json()["source"], by_key.json()["verified"]) == ("api", False)
+    by_admin = client.post("/memory", json={**body, "text": "Desk on the fourth floor."}, headers=mem.admin)
+    assert by_admin.status_code == 200, by_admin.text
+    assert by_admin.json()["id"] == by_key.json()["id"]
+    assert (by_admin.json()["source"], by_admin.json()["verified"]) == ("admin", True)
+    again = client.post("/memory/batch", json={"records": [{**body, "text": "Desk on the fifth floor."}]},
+                        headers=mem.nobody)
+    assert again.status_code == 201 and again.json()["updated"] == 1, again.text
+    assert (again.json()["data"][0]["source"], again.json()["data"][0]["verified"]) == ("api", False)
+    record = client.get(f"/memory/{by_key.json()['id']}", headers=mem.admin).json()
+    assert (record["text"], record["source"], record["verified"]) == ("Desk on the fifth floor.", "api", False)
+    history = client.get(f"/memory/{record['id']}/history", headers=mem.admin).json()["versions"]
+    assert [(v["action"], v["verified"]) for v in history] == [("created", False), ("updated", True),
+                                                               ("updated", False)]
+
+
 def test_plt_8_key_upsert_is_judged_on_the_record_as_it_will_be_written(mem: Mem, client: Any, db: Any) -> None:
     """A keyed write that sends no labels keeps the record's labels, so `memory_write` is judged on those, not on
     an empty label set; a keyed write that sends labels is judged on the labels it sends."""
@@ -225,6 +247,36 @@ def test_mem_5_batch_all_or_nothing_names_the_first_invalid_record(mem: Mem, cli
     done = client.post("/memory/batch", json={"records": [good[0]] * 1000}, headers=mem.anna())
     assert done.status_code == 201, done.text
     assert done.json()["created"] == 1000 and mem.counts(db)[0] == 1000
+
+
+def test_mem_5_a_batch_names_the_first_invalid_record_whichever_check_finds_it(mem: Mem, client: Any, db: Any) -> None:
+    """The body's schema and the checks made with the organisation and the index (metadata size, `episode`, NUL,
+    an unknown index) are one judgement: the record named is the first invalid one by position (MEM-5)."""
+    good = [{"index_id": mem.index_id, "type": "fact", "text": f"fact {i}"} for i in range(8)]
+    big = {**good[0], "metadata": {"b": "x" * 9 * 1024}}
+
+    def refused(records: list[dict[str, Any]], status: int, param: str) -> None:
+        assert_error(client.post("/memory/batch", json={"records": records}, headers=mem.anna()), status, param=param)
+
+    refused([big, *good[1:5], {**good[5], "text": ""}, *good[6:]], 422, "records[0].metadata")
+    refused([good[0], {**good[1], "index_id": "idx_gone"}, {**good[2], "text": ""}], 404, "records[1].index_id")
+    refused([{**good[0], "type": "episode"}, {**good[1], "confidence": 2}], 422, "records[0].type")
+    refused([good[0], {**good[1], "text": "a\x00b"}, {**good[2], "surprise": 1}], 422, "records[1].text")
+    # And the other way round: a schema error before a record the later checks refuse is still the one named.
+    refused([good[0], {**good[1], "confidence": 2}, big], 422, "records[1].confidence")
+    refused([{**good[0], "id": "mem_forged"}, big], 422, "records[0].id")
+    refused([good[0], {"index_id": mem.index_id, "type": "fact"}, big], 422, "records[1].text")
+    refused([good[0], 7, big], 422, "records[1]")
+    assert_error(client.post("/memory/batch", json={"records": [good[0]], "extra": 1}, headers=mem.anna()), 422,
+                 param="extra")
+    assert_error(client.post("/memory/batch", json={"records": []}, headers=mem.anna()), 422, param="records")
+    assert mem.counts(db) == (0, 0)
+    # The published contract is still the batch of `MemoryCreate` records.
+    document = client.get("/schema/openapi.json").json()
+    schema = document["paths"]["/memory/batch"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["required"] == ["records"] and schema["additionalProperties"] is False
+    assert schema["properties"]["records"]["items"] == {"$ref": "#/components/schemas/MemoryCreate"}
+    assert "text" in document["components"]["schemas"]["MemoryCreate"]["properties"]
 
 
 def test_mem_7_patch_changes_fields_writes_a_version_and_restarts_decay_age(mem: Mem, client: Any, db: Any) -> None:

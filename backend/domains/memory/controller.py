@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Any
 
@@ -11,16 +12,18 @@ from litestar import Controller, Response, delete, get, patch, post
 from litestar.di import Provide
 from litestar.enums import MediaType
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import Example
+from litestar.openapi.spec import Example, OpenAPIMediaType, OpenAPIType, Operation, Reference, RequestBody, Schema
 from litestar.params import Parameter
 
 from backend.access.context import RequestContext
 from backend.domains.memory import reads, writes
 from backend.domains.memory import recall as recall_text
-from backend.domains.memory.rules import document, search_document
+from backend.domains.memory.rules import converted, document, search_document
 from backend.errors import ValidationFailed
 from backend.params import Page, query_dependency
+from shared.schemas.common import Model
 from shared.schemas.memory import (
+    MAX_BATCH,
     MemoryBatch,
     MemoryBatchOut,
     MemoryCreate,
@@ -39,6 +42,25 @@ MAX_WINDOW = timedelta(days=3660)
 
 KeyId = Annotated[str | None, Parameter(description="Administrators: apply this key's half-lives (MEM-9)")]
 provide_memory_query = query_dependency(MemoryQuery)
+
+
+class _BatchRecords(Model):
+    """`POST /memory/batch` as read before its records: each is converted in `create_batch`, in position order, with
+    the record's other checks, so the error names the first invalid record whichever check refuses it (MEM-5)."""
+
+    records: Annotated[list[Any], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
+
+
+@dataclass
+class BatchOperation(Operation):
+    """The batch route reads its body as JSON (`_BatchRecords`); the document shows the contract, `MemoryBatch`."""
+
+    def __post_init__(self) -> None:
+        records = Schema(type=OpenAPIType.ARRAY, min_items=1, max_items=MAX_BATCH,
+                         items=Reference(ref=f"#/components/schemas/{MemoryCreate.__name__}"))
+        batch = Schema(type=OpenAPIType.OBJECT, title=MemoryBatch.__name__, required=["records"],
+                       properties={"records": records}, additional_properties=False)
+        self.request_body = RequestBody(content={"application/json": OpenAPIMediaType(schema=batch)}, required=True)
 
 
 def _out(row: dict[str, Any]) -> MemoryOut:
@@ -71,9 +93,10 @@ class MemoryController(Controller):
         row, created = await writes.create(ctx, data)
         return Response(_out(row), status_code=201 if created else 200)
 
-    @post("/batch", status_code=201, summary="Write up to 1,000 records in one transaction (all or nothing)")
-    async def batch(self, data: MemoryBatch, ctx: RequestContext) -> MemoryBatchOut:
-        rows, created = await writes.create_batch(ctx, data.records)
+    @post("/batch", status_code=201, operation_class=BatchOperation,
+          summary="Write up to 1,000 records in one transaction (all or nothing)")
+    async def batch(self, data: dict[str, Any], ctx: RequestContext) -> MemoryBatchOut:
+        rows, created = await writes.create_batch(ctx, converted(data, _BatchRecords, "").records)
         return MemoryBatchOut(data=[_out(row) for row in rows], created=sum(created),
                               updated=len(created) - sum(created))
 

@@ -145,8 +145,18 @@ async def expiring(ctx: RequestContext, f: MemoryQuery, window: timedelta, page:
     return rows, next_cursor
 
 
+def in_force_only(f: MemoryQuery, route: str) -> None:
+    """Recall and search show the records in force (MEM-10, MEM-11, MEM-13): never an expired record or one a
+    correction replaced. `include_expired` and `include_replaced` are for the lists; here they are 422."""
+    for name in ("include_expired", "include_replaced"):
+        if getattr(f, name):
+            raise ValidationFailed(f"`{name}` is for lists (GET /memory, by-tag); {route} always leaves expired and "
+                                   "replaced records out.", param=name)
+
+
 async def recall(ctx: RequestContext, f: MemoryQuery, limit: int, key_id: str | None = None
                  ) -> tuple[list[dict[str, Any]], int, int]:
+    in_force_only(f, "GET /memory/recall")
     await check_filters(ctx, f)
     rows, total, verified = await repo.recall(ctx.db, ctx.scope, await decay.half_lives_for(ctx, key_id), f, limit)
     await count_recalls(ctx, [row["id"] for row in rows])
@@ -166,6 +176,7 @@ async def search(ctx: RequestContext, f: MemoryQuery, limit: int, *, key_id: str
     web-search operators) fused with vector similarity in every index that embeds."""
     if not f.q:
         raise ValidationFailed("Give the question in `q`.", param="q")
+    in_force_only(f, route)
     index = await check_filters(ctx, f)
     question = parse(f.q)
     vectors = await query_vectors(ctx.db, ctx.scope, index, question)

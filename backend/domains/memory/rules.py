@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -20,6 +21,9 @@ from shared.schemas.memory import MAX_METADATA_BYTES, Commitment
 DEFAULT_CONFIDENCE = {"api": 1.0, "admin": 1.0, "model": 0.7, "extraction": 0.7, "maintenance": 0.7}
 DEFAULT_STORE_TYPES = ("fact", "preference", "commitment", "behaviour")
 NOT_WRITABLE_TYPES = frozenset({"episode"})  # only extraction writes episodes (EXT-12)
+_AT = re.compile(r" - at `\$(?P<path>[^`]*)`")
+_FIELD = re.compile(r"(?:unknown|missing required) field `(?P<name>[^`]+)`")
+T = TypeVar("T")
 
 
 def memory_scope(ctx: RequestContext) -> Scope:
@@ -71,6 +75,21 @@ def reject_nul(value: Any, param: str) -> None:
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
             reject_nul(item, f"{param}[{i}]")
+
+
+def converted(value: Any, model: type[T], param: str) -> T:
+    """`value` (decoded JSON) as `model`, as the route's body would be decoded; a refusal is the 422 Litestar would
+    give, naming the field under `param` (`records[3]` + `.text`), so a batch checks its records in order (MEM-5)."""
+    try:
+        return msgspec.convert(value, model, strict=False)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        at = _AT.search(message)
+        path = at.group("path") if at else ""
+        field_name = _FIELD.search(message)
+        if field_name:
+            path = f"{path}.{field_name.group('name')}"
+        raise ValidationFailed(_AT.sub("", message).strip(), param=f"{param}{path}".lstrip(".") or None) from None
 
 
 def normalised_text(text: str) -> str:

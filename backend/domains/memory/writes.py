@@ -27,6 +27,7 @@ from backend.domains.memory.rules import (
     check_type,
     check_write,
     commitment_part,
+    converted,
     memory_scope,
     norm_hash,
     reject_nul,
@@ -157,7 +158,9 @@ async def _upsert_keyed(ctx: RequestContext, item: Draft) -> tuple[str, bool]:
             labels = v["labels"] if "labels" in item.given else existing["labels"]
             check_write(ctx, existing["subject"], labels, object_id=existing["id"],
                         detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
-            changes = {"text": v["text"], "norm_hash": v["norm_hash"], "source": v["source"]}
+            # Source and verification as this writer's new record would have them (MEM-3): an administrator's
+            # upsert is verified, anyone else's rewrite of the text is not.
+            changes = {"text": v["text"], "norm_hash": v["norm_hash"], "source": v["source"], "verified": v["verified"]}
             changes.update({name: v[name] for name in item.given})
             if item.index.get("embedding"):
                 changes["embedding"] = item.vector
@@ -229,10 +232,16 @@ async def insert_checked(ctx: RequestContext, item: Draft, row: dict[str, Any]) 
     return written
 
 
-async def create_batch(ctx: RequestContext, bodies: Sequence[MemoryCreate]) -> tuple[list[dict[str, Any]], list[bool]]:
+async def create_batch(ctx: RequestContext, records: Sequence[MemoryCreate | Any],
+                       ) -> tuple[list[dict[str, Any]], list[bool]]:
+    """MEM-5: every record is checked, in position order, before any is written, so the error names the first invalid
+    one: a record as sent (decoded JSON) is converted to `MemoryCreate` at its turn, then `prepare` checks the rest."""
+    memory_scope(ctx)
     cache: dict[str, dict[str, Any]] = {}
-    items = [await prepare(ctx, body, source=_source(ctx), prefix=f"records[{i}].", index_cache=cache)
-             for i, body in enumerate(bodies)]
+    items = []
+    for i, record in enumerate(records):
+        body = record if isinstance(record, MemoryCreate) else converted(record, MemoryCreate, f"records[{i}]")
+        items.append(await prepare(ctx, body, source=_source(ctx), prefix=f"records[{i}].", index_cache=cache))
     ids, created = await write(ctx, items)
     return await written(ctx, ids), created
 
