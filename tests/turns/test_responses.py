@@ -186,3 +186,26 @@ def test_mem_19_erasing_a_thread_s_owner_forgets_the_other_turns_in_her_thread_t
     assert erased.json()["counts"]["responses"] == 2
     rows = db.execute("SELECT output, trace, thread_id, usage->>'total_tokens' FROM responses ORDER BY id").fetchall()
     assert rows == [(None, None, None, "18"), (None, None, None, "18")]
+
+
+def test_thr_12_a_turn_starting_a_thread_copies_her_state_and_one_continuing_a_thread_is_refused(
+        client: Any, org: Org, scripted: Any) -> None:
+    source = turn(client, anna(org), input="Plan the trip")
+    put = client.put(f"/threads/{source['thread_id']}/state", json={"state": {"trip": "Lisbon"}}, headers=anna(org))
+    assert put.status_code == 200, put.text
+    copied = turn(client, anna(org), input="Where am I going?", working_state_from=source["thread_id"])
+    assert copied["thread_id"] != source["thread_id"]
+    assert scripted.messages()[0]["content"].endswith('\n{"trip": "Lisbon"}')  # the copy reached the model
+    state = client.get(f"/threads/{copied['thread_id']}/state", headers=anna(org)).json()
+    assert state["state"] == {"trip": "Lisbon"} and state["version"] == 1
+    before = len(scripted.requests)
+    for field, value in (("thread_id", copied["thread_id"]), ("previous_response_id", copied["id"]),
+                         ("conversation", copied["thread_id"])):
+        refused = client.post("/responses", json={"model": "scripted", "input": "Again", field: value,
+                                                  "working_state_from": source["thread_id"]}, headers=anna(org))
+        assert_error(refused, 400, "state_copy_needs_new_thread", param="working_state_from")
+    refused = client.post("/responses", json={"model": "scripted", "input": "Again", "store": False,
+                                              "working_state_from": source["thread_id"]}, headers=anna(org))
+    assert_error(refused, 400, "state_copy_needs_new_thread", param="working_state_from")
+    assert len(scripted.requests) == before
+    assert len(items(client, anna(org), copied["thread_id"])) == 2

@@ -85,6 +85,7 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     field = inputs.thread_field(body)
     if field is not None or body.working_state_from is not None:
         ctx.require_threads()  # PLT-6: the exact 404
+        inputs.refuse_state_copy(body, field)
     if (body.model is None) == (body.agent_id is None):
         raise ValidationFailed("Name the model (`model`, from GET /models) or an agent (`agent_id`), one of them.",
                                param="model")
