@@ -378,3 +378,21 @@ def test_trn_5_a_turn_on_an_agent_uses_its_model_instructions_block_and_state_sc
     assert_error(client.post("/responses", headers=anna(org, key), json=both), 422, param="model")
     assert_error(client.post("/responses", headers=anna(org, key), json={"agent_id": "agt_nope", "input": "x"}),
                  404, param="agent_id")
+
+
+def test_thr_5_a_record_the_write_tool_keeps_in_a_labelled_thread_starts_with_its_labels(
+        client: Any, org: Org, scripted: Any) -> None:
+    index_id, key = _store(client, org)
+    write = f"memory__{index_id}__write"
+    labelled = client.post("/threads", json={"labels": {"topic": "verhuizing"}}, headers=anna(org, key))
+    assert labelled.status_code == 201, labelled.text
+    kept: list[dict[str, Any]] = []
+    for thread_id in (labelled.json()["id"], None):
+        scripted.reply(tool_calls=[(write, {"type": "fact", "text": f"Moves in May ({thread_id})"})]).reply("Noted.")
+        where = {"thread_id": thread_id} if thread_id else {}
+        answer = turn(client, anna(org, key), input="We move in May.", tools=[{"type": "tool", "name": write}],
+                      **where)
+        memory_id = json.loads(answer["output"][1]["output"])["memory_id"]
+        kept.append(client.get(f"/memory/{memory_id}", headers=anna(org, key)).json())
+    assert kept[0]["labels"] == {"topic": "verhuizing"}
+    assert kept[1]["labels"] == {}  # a thread the turn started has none

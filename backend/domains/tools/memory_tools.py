@@ -166,7 +166,8 @@ async def run_search(ctx: RequestContext, index: Mapping[str, Any], arguments: M
 
 
 async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Mapping[str, Any], *,
-                    provenance: dict[str, Any] | None = None, embed_later: list[str] | None = None,
+                    provenance: dict[str, Any] | None = None, labels: dict[str, Any] | None = None,
+                    embed_later: list[str] | None = None,
                     insert_later: list[LaterStep] | None = None) -> str:
     """The write tool. With `embed_later`, a record of an index whose provider asks a server or runs a model is
     kept without its vector and its id added to the list, for the caller to embed once its transaction has
@@ -180,6 +181,8 @@ async def run_write(ctx: RequestContext, index: Mapping[str, Any], arguments: Ma
                                f"{', '.join(types)}.", param="arguments.type", code="type_not_allowed")
     check_arguments(write_schema(types), arguments)
     body: dict[str, Any] = {"index_id": index["id"], "type": kind, "text": arguments["text"]}
+    if labels:
+        body["labels"] = labels
     for name in ("metadata", "confidence"):
         if name in arguments:
             body[name] = arguments[name]

@@ -72,11 +72,13 @@ async def list_tools(ctx: RequestContext, source: str | None, timezone: str | No
 
 async def call(ctx: RequestContext, name: str, arguments: dict[str, Any], timezone: str | None, *,
                provenance: dict[str, Any] | None = None, index: dict[str, Any] | None = None,
-               embed_later: list[str] | None = None, insert_later: list[mt.LaterStep] | None = None) -> str:
+               labels: dict[str, Any] | None = None, embed_later: list[str] | None = None,
+               insert_later: list[mt.LaterStep] | None = None) -> str:
     """Run a memory tool; errors are ApiErrors naming `arguments.…` (inside a turn: see tool_error_output).
 
     `index`: the tool's index with its store types as this request already resolved it (a turn does when it
     accepts the tools it offers); the record a write tool writes is still checked against the write scope in SQL.
+    `labels`: the labels of the thread a turn's write tool writes from (THR-5); the record starts with them.
     `embed_later`, `insert_later`: see `memory_tools.run_write`.
     """
     scope = memory_scope(ctx)
@@ -94,8 +96,8 @@ async def call(ctx: RequestContext, name: str, arguments: dict[str, Any], timezo
     zone_name(ctx, timezone)
     if kind == mt.SEARCH:
         return await mt.run_search(ctx, index, arguments, route="POST /tools/{name}/call")
-    return await mt.run_write(ctx, index, arguments, provenance=provenance, embed_later=embed_later,
-                              insert_later=insert_later)
+    return await mt.run_write(ctx, index, arguments, provenance=provenance, labels=labels,
+                              embed_later=embed_later, insert_later=insert_later)
 
 
 def tool_error_output(error: ApiError) -> str:

@@ -188,7 +188,7 @@ async def _dispatch(turn: Turn, call: ToolCall, arguments: dict[str, Any], call_
     try:
         output = await tools.call(ctx, call.name, arguments, turn.body.timezone,
                                   provenance={**turn.provenance, "item_id": call_item_id}, index=index,
-                                  embed_later=unembedded, insert_later=later)
+                                  labels=turn.thread_labels, embed_later=unembedded, insert_later=later)
     except PolicyDenied as denied:
         await ctx.db.rollback()
         await ctx.audit(denied.action, object_type=denied.object_type, object_id=denied.object_id,

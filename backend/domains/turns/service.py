@@ -63,7 +63,7 @@ def _agent_turn(agent: agents.AgentVersion | None) -> AgentTurn | None:
                      agent.working_state_schema, agent.compaction)
 
 
-async def _thread_of(ctx: RequestContext, field: tuple[str, str]) -> tuple[str, str | None]:
+async def _thread_of(ctx: RequestContext, field: tuple[str, str]) -> tuple[str, str | None, dict[str, Any]]:
     name, value = field
     if name == "previous_response_id":
         row = await repo.get(ctx.db, ctx.org_id, value)
@@ -75,7 +75,7 @@ async def _thread_of(ctx: RequestContext, field: tuple[str, str]) -> tuple[str, 
         raise ctx.deny("The policy does not let this request continue this thread.", action="thread.write",
                        object_type="thread", object_id=value)
     await thread_rules.not_erased(ctx, thread["subject"])
-    return str(thread["id"]), thread["subject"]
+    return str(thread["id"]), thread["subject"], dict(thread["labels"] or {})
 
 
 async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | None) -> Turn | dict[str, Any]:
@@ -118,7 +118,7 @@ async def _keep(ctx: RequestContext, body: ResponseCreate, idempotency_key: str 
                 compaction=_compaction(ctx, agent))
     owner = ctx.person
     if field is not None:
-        turn.thread_id, owner = await _thread_of(ctx, field)
+        turn.thread_id, owner, turn.thread_labels = await _thread_of(ctx, field)
     await _check_outputs(turn)
     if not stored:
         return turn
