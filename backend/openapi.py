@@ -30,6 +30,39 @@ WRITE_RESPONSES = {
 OTHER_CONTENT = {("/memory/export", "get"): {media: {"schema": {"type": "string", "format": "binary"}}
                                               for media in MEDIA_TYPES.values()}}
 
+# `/mcp` is an ASGI mount (backend/mcp/http.py) that Litestar leaves out of the document; described here by hand.
+# Only `jsonrpc` is constrained in what is sent: the SDK answers any other malformed message with a JSON-RPC 400.
+_RPC = {"type": "object", "required": ["jsonrpc"], "properties": {"jsonrpc": {"const": "2.0"}},
+        "description": "A JSON-RPC 2.0 request, notification or response (one message, no batches)"}
+_ANSWER = {"type": "object", "required": ["jsonrpc", "id"], "description": "A JSON-RPC 2.0 result or error",
+           "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer", "null"]},
+                          "result": {"type": "object"}, "error": {"type": "object", "required": ["code", "message"]}}}
+
+
+def _answers(description: str, *schemas: dict[str, Any], plain: bool = False) -> dict[str, Any]:
+    content = {"application/json": {"schema": schemas[0] if len(schemas) == 1 else {"oneOf": list(schemas)}}}
+    if plain:
+        content["text/plain"] = {"schema": {"type": "string"}}
+    return {"description": description, "content": content}
+
+
+MCP_POST = {
+    "tags": ["mcp"], "operationId": "McpMessage", "summary": "MCP over streamable HTTP: one message, one answer",
+    "description": "The MCP streamable HTTP transport, stateless with plain JSON answers: every POST stands alone, a "
+                   "tool's refusal comes back in its JSON-RPC answer. The caller is named as on every route "
+                   "(`Authorization: Bearer` a key, administrator token or subject token; `X-Core-Subject`; "
+                   "`X-Core-Org`), resolved before the message is read. `GET /mcp` (no event stream) and "
+                   "`DELETE /mcp` (no sessions) answer 405.",
+    "requestBody": {"required": True, "content": {"application/json": {"schema": _RPC}}},
+    "responses": {
+        "200": _answers("The answer to a request", _ANSWER),
+        "202": {"description": "A notification or response accepted; no body"},
+        "400": _answers("Not a JSON-RPC message (a JSON-RPC error), a bad `X-Core-Subject`, or a body not sent as "
+                        "`application/json` (plain text)", _ANSWER, ERROR_REF, plain=True),
+        "406": _answers("`Accept` names neither `application/json` nor `*/*`", _ANSWER),
+        "413": _answers(WRITE_RESPONSES["413"] + " (plain text)", ERROR_REF, plain=True),
+        **{status: _answers(ERROR_RESPONSES[status], ERROR_REF) for status in ("401", "429")}}}
+
 
 def finalise(document: dict[str, Any]) -> None:
     for schema in document.get("components", {}).get("schemas", {}).values():
@@ -46,6 +79,7 @@ def finalise(document: dict[str, Any]) -> None:
             for status, description in errors.items():
                 responses[status] = {"description": description,
                                      "content": {"application/json": {"schema": ERROR_REF}}}
+    document.setdefault("paths", {})["/mcp"] = {"post": MCP_POST}
 
 
 def install(app: Litestar) -> None:

@@ -167,3 +167,13 @@ def test_plt_4_patch_changes_and_audits(org, client):
     assert len(events) == 1
     assert events[0]["detail"]["before"]["name"] == "test key"
     assert events[0]["detail"]["after"]["name"] == "renamed"
+
+
+def test_plt_4_a_privacy_change_is_audited_with_its_before_and_after(org, client):
+    created = org.make_key(["knowledge"])
+    response = client.patch(f"/tenants/{org.org_id}/keys/{created['id']}", headers=org.admin,
+                            json={"privacy": {"pseudonymize": True}})
+    assert response.status_code == 200, response.text
+    events = client.get(f"/audit?action=key.changed&object_id={created['id']}", headers=org.admin).json()["data"]
+    assert [(e["detail"]["before"]["privacy"], e["detail"]["after"]["privacy"]) for e in events] == [
+        (None, {"pseudonymize": True})]

@@ -72,7 +72,7 @@ def test_plt_16_openapi_describes_the_routes(client):
     document = client.get("/schema/openapi.json").json()
     paths = document["paths"]
     for path in ("/tenants/{org_id}/keys", "/key", "/key/policy", "/subject-tokens", "/indexes", "/audit",
-                 "/admin/login", "/health", "/ready"):
+                 "/admin/login", "/health", "/ready", "/mcp"):
         assert path in paths, path
     create = paths["/tenants/{org_id}/keys"]["post"]
     schema_ref = create["requestBody"]["content"]["application/json"]["schema"]["$ref"]

@@ -39,7 +39,13 @@ def bootstrap_org(url: str, org: str, admin: str) -> dict[str, Any]:
 @click.option("--admin", "admin_email", required=True, help="Administrator e-mail address.")
 def bootstrap(org_name: str, admin_email: str) -> None:
     """Create an organisation, its administrator and a full-capability key; print them as JSON."""
-    click.echo(json.dumps(bootstrap_org(database_url(), org_name, admin_email)))
+    from backend.errors import ApiError
+
+    try:
+        created = bootstrap_org(database_url(), org_name, admin_email)
+    except ApiError as exc:
+        raise click.ClickException(exc.message) from exc
+    click.echo(json.dumps(created))
 
 
 @main.group()

@@ -56,13 +56,19 @@ class KeyMemoryConfig(Model):
     compaction: CompactionSettings | None = None  # TRN-6; an agent's own settings replace these for its turns
 
 
+class KeyPrivacy(Model):
+    """A key's privacy settings (TRN-10, EXT-11); unknown fields are refused, so a misspelling is not ignored."""
+
+    pseudonymize: bool = False  # hide personal data from the key's models
+
+
 class KeyCreate(Model):
     name: Name
     capabilities: list[Capability]
     memory: KeyMemoryConfig | None = None
     policy: JSONObject | None = None
     expires_at: Instant | None = None
-    privacy: JSONObject | None = None
+    privacy: KeyPrivacy | None = None
 
 
 class KeyPatch(Model):
@@ -71,7 +77,7 @@ class KeyPatch(Model):
     memory: KeyMemoryConfig | UnsetType = UNSET
     policy: JSONObject | UnsetType = UNSET
     expires_at: Instant | UnsetType | None = UNSET
-    privacy: JSONObject | UnsetType | None = UNSET
+    privacy: KeyPrivacy | UnsetType | None = UNSET
 
 
 class KeyOut(Model):
@@ -306,6 +312,7 @@ __all__ = (
     "KeyOut",
     "KeyPage",
     "KeyPatch",
+    "KeyPrivacy",
     "LoginIn",
     "LoginOut",
     "Name",

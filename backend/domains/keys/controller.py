@@ -45,9 +45,9 @@ class KeyController(Controller):
     @get("/audit", summary="The key audit trail (every create, change, revoke and delete)")
     async def key_audit(self, org_id: str, ctx: RequestContext, page: Page, key_id: str | None = None
                         ) -> KeyAuditPage:
-        rows = await service.key_audit(ctx, org_id, key_id, page.limit())
+        rows, next_cursor = await service.key_audit(ctx, org_id, key_id, page)
         entries = [{k: r[k] for k in ("id", "key_id", "at", "action", "actor", "snapshot")} for r in rows]
-        return msgspec.convert({"data": entries, "next_cursor": None}, KeyAuditPage)
+        return msgspec.convert({"data": entries, "next_cursor": next_cursor}, KeyAuditPage)
 
     @get("/{key_id:str}", summary="One key")
     async def get_key(self, org_id: str, key_id: str, ctx: RequestContext) -> KeyOut:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import ApiKey, KeyAudit, table_of
@@ -57,11 +57,16 @@ async def append_key_audit(db: AsyncSession, values: dict[str, Any], retention_d
 
 
 async def key_audit(db: AsyncSession, org_id: str, key_id: str | None, since: datetime | None,
-                    limit: int) -> list[dict[str, Any]]:
+                    limit: int, after: tuple[datetime, str] | None = None) -> list[dict[str, Any]]:
+    """Entries newest first (by time, then id, so entries of one transaction keep one order); `after` is the
+    last entry of the previous page."""
     query = select(KEY_AUDIT).where(KEY_AUDIT.c.org_id == org_id)
     if key_id:
         query = query.where(KEY_AUDIT.c.key_id == key_id)
     if since:
         query = query.where(KEY_AUDIT.c.at >= since)
+    if after is not None:
+        at, entry_id = after
+        query = query.where(or_(KEY_AUDIT.c.at < at, and_(KEY_AUDIT.c.at == at, KEY_AUDIT.c.id < entry_id)))
     rows = (await db.execute(query.order_by(KEY_AUDIT.c.at.desc(), KEY_AUDIT.c.id.desc()).limit(limit))).all()
     return [dict(r._mapping) for r in rows]

@@ -19,7 +19,8 @@ from backend.domains.indexes import repository as indexes_repo
 from backend.domains.keys import repository as repo
 from backend.errors import BadRequest, Conflict, Forbidden, NotFound, ValidationFailed
 from backend.ids import new_id
-from shared.schemas.platform import KeyCreate, KeyMemoryConfig, KeyPatch, SubjectTokenIn
+from backend.params import Page
+from shared.schemas.platform import KeyCreate, KeyMemoryConfig, KeyPatch, KeyPrivacy, SubjectTokenIn
 
 GRANTABLE = ALL_CAPABILITIES
 
@@ -43,7 +44,7 @@ def key_document(row: dict[str, Any]) -> dict[str, Any]:
 
 def _snapshot(row: dict[str, Any]) -> dict[str, Any]:
     doc = key_document(row)
-    return msgspec.to_builtins({k: doc[k] for k in ("name", "capabilities", "memory", "policy", "expires_at",
+    return msgspec.to_builtins({k: doc[k] for k in ("name", "capabilities", "memory", "policy", "privacy", "expires_at",
                                                     "revoked_at", "status")})
 
 
@@ -68,6 +69,11 @@ async def _check_injection_index(db: AsyncSession, org_id: str, memory: KeyMemor
             db, org_id, memory.injection.index_id):
         raise ValidationFailed(f"{memory.injection.index_id!r} is not an index of this organisation.",
                                param="memory.injection.index_id", code="index_not_found")
+
+
+def _privacy(privacy: KeyPrivacy | None) -> dict[str, Any] | None:
+    """Stored with every field (as `memory` is), so the key's document shows what applies; null stays null."""
+    return None if privacy is None else dict(msgspec.to_builtins(privacy))
 
 
 def _memory_config(memory: KeyMemoryConfig | None) -> dict[str, Any]:
@@ -114,8 +120,9 @@ async def insert_new_key(db: AsyncSession, org_id: str, body: KeyCreate, actor: 
     key_secret = credentials.new_key_secret()
     row = await repo.insert_key(db, {
         "id": new_id("key"), "org_id": org_id, "name": body.name, "secret_hash": credentials.hash_secret(key_secret),
-        "capabilities": caps, "memory": _memory_config(body.memory), "policy": policy, "privacy": body.privacy,
-        "expires_at": body.expires_at, "created_by_type": actor.type, "created_by_id": actor.id,
+        "capabilities": caps, "memory": _memory_config(body.memory), "policy": policy,
+        "privacy": _privacy(body.privacy), "expires_at": body.expires_at, "created_by_type": actor.type,
+        "created_by_id": actor.id,
     })
     await _log(db, row, "created", actor, secret=secret, retention_days=retention_days)
     return row, key_secret
@@ -169,7 +176,7 @@ async def patch_key(ctx: RequestContext, org_id: str, key_id: str, body: KeyPatc
     if body.expires_at is not msgspec.UNSET:
         values["expires_at"] = body.expires_at
     if body.privacy is not msgspec.UNSET:
-        values["privacy"] = body.privacy
+        values["privacy"] = _privacy(body.privacy)
     if not values:
         return before
     row = await repo.update_key(ctx.db, org_id, key_id, values)
@@ -243,6 +250,29 @@ async def mint_for_key(ctx: RequestContext, org_id: str, key_id: str, body: Subj
     return minted
 
 
-async def key_audit(ctx: RequestContext, org_id: str, key_id: str | None, limit: int) -> list[dict[str, Any]]:
+def _audit_cursor(page: Page) -> tuple[datetime, str] | None:
+    """The last entry of the previous page: `[at, id]` as `cut` wrote it; any other shape is 400."""
+    cursor = page.after(list)
+    if cursor is None:
+        return None
+    try:
+        at, entry_id = cursor
+        instant = datetime.fromisoformat(at)
+    except (TypeError, ValueError):
+        raise page.invalid() from None
+    if instant.tzinfo is None or not isinstance(entry_id, str):
+        raise page.invalid()
+    return instant, entry_id
+
+
+async def key_audit(ctx: RequestContext, org_id: str, key_id: str | None, page: Page
+                    ) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of the key audit trail, newest first; an administrator's read is itself audited (PLT-2)."""
     _check_org(ctx, org_id)
-    return await repo.key_audit(ctx.db, org_id, key_id, None, limit)
+    rows = await repo.key_audit(ctx.db, org_id, key_id, None, page.fetch(), _audit_cursor(page))
+    rows, next_cursor = page.cut(rows, lambda r: [r["at"].isoformat(), r["id"]])
+    if ctx.is_admin:
+        await ctx.audit("audit.read", object_type="audit",
+                        detail={"route": "GET /tenants/{org_id}/keys/audit",
+                                "filters": {"key_id": key_id} if key_id else {}, "count": len(rows)})
+    return rows, next_cursor

@@ -17,7 +17,7 @@ from backend.access.policy import parse_policy, writer_policy
 from backend.db.tenant import use_org
 from backend.domains.keys import service as keys
 from backend.domains.orgs import repository as repo
-from backend.errors import NotFound, Unauthorized, ValidationFailed
+from backend.errors import Conflict, NotFound, Unauthorized, ValidationFailed
 from backend.ids import new_id
 from shared.schemas.platform import KeyCreate, OrgPatch
 
@@ -123,9 +123,17 @@ async def bootstrap(db: AsyncSession, *, org_name: str, admin_email: str, secret
     """Create (or reuse) an organisation and its administrator; print-ready credentials (PLT-3).
 
     Running it again is safe: the organisation and administrator are reused, the administrator gets a fresh
-    password (the old one was only ever printed), and a new full-capability key is made.
+    password (the old one was only ever printed), and a new full-capability key is made. An address that belongs
+    to another organisation's administrator or to an operator is refused (409) before anything is written.
     """
     org = await repo.get_by_name(db, org_name)
+    admin = await repo.admin_by_email(db, admin_email)
+    if admin is not None and (org is None or admin["org_id"] != org["id"]):
+        # Reusing her would reset another organisation's administrator (or an operator) and hand out her token.
+        whose = "an operator (administrator of every organisation)" if admin["role"] == "operator" else \
+            "an administrator of another organisation"
+        raise Conflict(f"The e-mail address {admin_email!r} belongs to {whose}; bootstrap {org_name!r} with an "
+                       "address of its own.", param="admin", code="admin_of_another_org")
     if org is None:
         org_id = new_id("org")
         await repo.insert_org(db, {"id": org_id, "name": org_name})
@@ -133,7 +141,6 @@ async def bootstrap(db: AsyncSession, *, org_name: str, admin_email: str, secret
         org_id = org["id"]
     await use_org(db, org_id)  # row-level security: the key's audit trail and the login's event are tenant rows
     password = credentials.new_password()
-    admin = await repo.admin_by_email(db, admin_email)
     if admin is None:
         admin_id = new_id("adm")
         await repo.insert_admin(db, {"id": admin_id, "email": admin_email, "role": "admin", "org_id": org_id,
