@@ -209,3 +209,13 @@ def test_thr_12_a_turn_starting_a_thread_copies_her_state_and_one_continuing_a_t
     assert_error(refused, 400, "state_copy_needs_new_thread", param="working_state_from")
     assert len(scripted.requests) == before
     assert len(items(client, anna(org), copied["thread_id"])) == 2
+
+
+def test_plt_2_an_administrator_s_read_of_a_response_is_audited_and_a_key_s_is_not(client: Any, org: Org,
+                                                                                   scripted: Any, db: Any) -> None:
+    answer = turn(client, anna(org), input="Hello")
+    assert client.get(f"/responses/{answer['id']}", headers=anna(org)).status_code == 200
+    assert client.get(f"/responses/{answer['id']}", headers=org.admin).status_code == 200
+    reads = db.execute("SELECT actor_type, object_id, detail FROM audit_events WHERE action = 'thread.read' "
+                       "AND detail->>'route' = 'GET /responses/{id}'").fetchall()
+    assert [(r[0], r[1], r[2]["ids"]) for r in reads] == [("admin", answer["thread_id"], [answer["id"]])]

@@ -9,7 +9,7 @@ from litestar import Controller, Response, get, post
 from litestar.params import Parameter
 
 from backend.access.context import RequestContext
-from backend.domains.turns import anthropic, service
+from backend.domains.turns import anthropic, reads, service
 from backend.errors import ApiError, ValidationFailed
 from shared.schemas.turns import MessageOut, MessagesCreate, ResponseCreate, ResponseOut
 
@@ -35,7 +35,7 @@ class ResponseController(Controller):
 
     @get("/{response_id:str}", summary="A response with its trace (injection, tools, model, usage, timings)")
     async def read(self, response_id: str, ctx: RequestContext) -> ResponseOut:
-        return msgspec.convert(await service.read(ctx, response_id), ResponseOut)
+        return msgspec.convert(await reads.read(ctx, response_id), ResponseOut)
 
 
 async def _messages(data: MessagesCreate, turn: RequestContext, thread: str | None,

@@ -338,17 +338,6 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
     return documents.document(row)
 
 
-async def read(ctx: RequestContext, response_id: str) -> dict[str, Any]:
-    """TRN-7: the response with its trace, to a request that may see its thread; 404 once the thread is gone."""
-    ctx.require_threads()
-    row = await repo.get(ctx.db, ctx.org_id, response_id)
-    if row is None or row["thread_id"] is None:
-        raise NotFound(f"No response {response_id!r} is reachable with this credential.", param="response_id")
-    if await threads_repo.get_thread(ctx.db, thread_rules.threads_scope(ctx), row["thread_id"]) is None:
-        raise NotFound(f"No response {response_id!r} is reachable with this credential.", param="response_id")
-    return documents.document(row, with_trace=True)
-
-
 async def run(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | None) -> dict[str, Any]:
     """The whole turn; the caller's transaction is committed here between the steps: once before the model is
     asked, after each platform tool, and once at the end."""
