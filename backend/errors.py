@@ -62,8 +62,8 @@ class Forbidden(ApiError):
 class CapabilityMissing(Forbidden):
     code = "capability_missing"
 
-    def __init__(self, capability: str) -> None:
-        super().__init__(f"This key does not hold the `{capability}` capability.", param=None)
+    def __init__(self, capability: str, *, message: str | None = None, param: str | None = None) -> None:
+        super().__init__(message or f"This key does not hold the `{capability}` capability.", param=param)
         self.capability = capability
 
 

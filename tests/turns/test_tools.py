@@ -340,10 +340,13 @@ def test_trn_4_the_turn_s_write_is_dropped_when_the_application_wrote_meanwhile(
 
 
 def test_trn_4_the_state_tool_needs_tooling_threads_and_a_kept_turn(client: Any, org: Org, scripted: Any) -> None:
-    for caps in (["knowledge", "memory", "threads"], ["knowledge", "memory", "tooling"]):
+    for caps, missing in ((["knowledge", "memory", "threads"], "tooling"),
+                          (["knowledge", "memory", "tooling"], "threads")):
         key = org.make_key(caps)["secret"]
         body = {"model": "scripted", "input": "x", "tools": _state_tool()}
-        assert_error(client.post("/responses", headers=anna(org, key), json=body), 400, param="tools[0]")
+        refused = assert_error(client.post("/responses", headers=anna(org, key), json=body), 403, "capability_missing",
+                               param="tools[0]")
+        assert f"`{missing}`" in refused["message"]
     body = {"model": "scripted", "input": "x", "tools": _state_tool(), "store": False}
     assert_error(client.post("/responses", headers=anna(org), json=body), 400, "tool_needs_stored_turn")
 

@@ -12,7 +12,7 @@ from backend.domains.indexes import service as indexes
 from backend.domains.memory.rules import memory_scope
 from backend.domains.tools import memory_tools as mt
 from backend.domains.tools import service as tools
-from backend.errors import BadRequest, NotFound, ValidationFailed
+from backend.errors import BadRequest, CapabilityMissing, NotFound, ValidationFailed
 from shared.schemas.threads import FunctionCallIn, FunctionCallOutputIn, InputAudio, ItemIn, MessageIn
 from shared.schemas.turns import FunctionTool, PlatformTool, ResponseCreate
 
@@ -161,8 +161,8 @@ def _working_state_allowed(ctx: RequestContext, stored: bool, param: str) -> Non
     """TRN-4: needs `tooling` and `threads`, and a turn that is kept in a thread."""
     for capability in ("tooling", "threads"):
         if capability not in ctx.principal.capabilities:
-            raise BadRequest(f"{WORKING_STATE_TOOL} needs the key capability `{capability}`.", param=param,
-                             code="capability_missing")
+            raise CapabilityMissing(capability, param=param, message=f"{WORKING_STATE_TOOL} needs the key "
+                                    f"capability `{capability}`; this key does not hold it.")
     if not stored:
         raise BadRequest(f"{WORKING_STATE_TOOL} works only in a turn kept in a thread (not with `store: false`).",
                          param=param, code="tool_needs_stored_turn")
