@@ -186,3 +186,46 @@ def test_trn_11_an_accepting_commit_that_fails_ends_the_turn_and_keeps_nothing(c
                       "(SELECT count(*) FROM responses)").fetchone() == (0, 0, 0)
     assert turn(client, anna(org), input="Hello.")["status"] == "completed"
     assert db.execute("SELECT count(*) FROM responses WHERE status = 'completed'").fetchone()[0] == 1
+
+
+def test_thr_4_a_turn_with_an_idempotency_key_keeps_its_message_and_answer_together(client: Any, org: Org,
+                                                                                   scripted: Any) -> None:
+    """Without a key the input takes its place when the turn is accepted, so a message written while the model
+    answers lands between it and the answer; with a key both are kept together when the turn ends."""
+    opened = client.post("/responses", json={"model": "scripted", "input": "Start"}, headers=anna(org)).json()
+    thread_id = opened["thread_id"]
+    seen: list[list[str]] = []
+
+    def meanwhile(text: str) -> Any:
+        def write() -> None:
+            seen.append([_text(i) for i in items(client, anna(org), thread_id)])
+            posted = client.post(f"/threads/{thread_id}/items", headers=anna(org),
+                                 json={"items": [{"type": "message", "role": "user", "content": text}]})
+            assert posted.status_code == 201, posted.text
+        return write
+
+    scripted.reply("Plain answer.", before=meanwhile("Written during the plain turn"))
+    scripted.reply("Keyed answer.", before=meanwhile("Written during the keyed turn"))
+    plain = client.post("/responses", json={"model": "scripted", "input": "Plain question", "thread_id": thread_id},
+                        headers=anna(org))
+    keyed = _post(client, org, "k-together", input="Keyed question", thread_id=thread_id)
+    assert plain.status_code == keyed.status_code == 201
+    assert "Plain question" in seen[0] and "Keyed question" not in seen[1]  # not in the thread while it runs
+    kept = items(client, anna(org), thread_id)
+    assert [_text(i) for i in kept][2:] == [
+        "Plain question", "Written during the plain turn", "Plain answer.",
+        "Written during the keyed turn", "Keyed question", "Keyed answer."]
+    assert [i["position"] for i in kept] == list(range(1, 9))
+    assert [i["response_id"] for i in kept[-2:]] == [keyed.json()["id"]] * 2
+    # the keyed turn's context was the thread when it was accepted: without what was written while it ran
+    assert [m["content"] for m in scripted.messages(-1)] == [
+        "Start", scripted.DEFAULT, "Plain question", "Written during the plain turn", "Plain answer.",
+        "Keyed question"]
+    assert _post(client, org, "k-together", input="Keyed question", thread_id=thread_id).json() == keyed.json()
+
+
+def _text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [])

@@ -9,6 +9,7 @@ together at the end; the recall counts follow, written with other turns' (memory
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -115,7 +116,7 @@ async def _keep(ctx: RequestContext, body: ResponseCreate, idempotency_key: str 
     if earlier is not None:
         return earlier
     turn = Turn(ctx, body, spec, items, tools, zone, stored, agent=_agent_turn(agent),
-                compaction=_compaction(ctx, agent))
+                compaction=_compaction(ctx, agent), input_later=idempotency_key is not None)
     owner = ctx.person
     if field is not None:
         turn.thread_id, owner, turn.thread_labels = await _thread_of(ctx, field)
@@ -132,10 +133,11 @@ async def _keep(ctx: RequestContext, body: ResponseCreate, idempotency_key: str 
         "agent_version": turn.agent.version if turn.agent else None, "status": "in_progress", "metadata": body.metadata,
         "idempotency_owner": idempotency.owner(ctx) if idempotency_key else None,
         "idempotency_key": idempotency_key, "request_digest": idempotency.digest(body) if idempotency_key else None,
-        "created_at": turn.created_at}, _item_rows(ctx, turn, list(turn.items)), new_thread=opened)
+        "created_at": turn.created_at}, [] if turn.input_later else _item_rows(ctx, turn, turn.items),
+        new_thread=opened)
     if accepted is None:  # TRN-8: a request with this key is being accepted right now (it inserted first)
         raise idempotency.in_flight()
-    if turn.items and accepted.positions is None:
+    if turn.items and not turn.input_later and accepted.positions is None:
         raise _thread_deleted(turn)
     turn.accepted_at = accepted.at if turn.people else None
     turn.history_positions = accepted.positions
@@ -187,7 +189,7 @@ def raise_orphan(index: int, call_id: str) -> None:
                      param=f"input[{index}].call_id", code="orphan_function_output")
 
 
-async def _append(ctx: RequestContext, turn: Turn, items: list[ItemIn] | list[dict[str, Any]]) -> None:
+async def _append(ctx: RequestContext, turn: Turn, items: Sequence[ItemIn | dict[str, Any]]) -> None:
     """Append items of this turn to its thread, each naming the response."""
     if not items or turn.thread_id is None:
         return
@@ -195,7 +197,7 @@ async def _append(ctx: RequestContext, turn: Turn, items: list[ItemIn] | list[di
         raise _thread_deleted(turn)
 
 
-def _item_rows(ctx: RequestContext, turn: Turn, items: list[ItemIn] | list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _item_rows(ctx: RequestContext, turn: Turn, items: Sequence[ItemIn | dict[str, Any]]) -> list[dict[str, Any]]:
     typed = [i if not isinstance(i, dict) else msgspec.convert(_as_input(i), ItemIn) for i in items]
     rows = thread_rules.item_rows(ctx, typed)
     for row, item in zip(rows, items, strict=True):
@@ -312,8 +314,9 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
     # The output items go with the closing update (a round trip fewer), unless other writes of the thread follow
     # them: its placeholders and its working state come after the items, as when an application writes them.
     appended_apart = turn.stored and (placeholders or state)
+    kept: list[ItemIn | dict[str, Any]] = [*(turn.items if turn.input_later else ()), *turn.produced]
     if appended_apart:
-        await _append(ctx, turn, turn.produced)
+        await _append(ctx, turn, kept)
         if placeholders:
             await pii_service.store(ctx, str(turn.thread_id), turn.pseudonymizer)  # values first seen in tool results
         if state:
@@ -322,7 +325,7 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
             turn.state_written = await apply_state(ctx, str(turn.thread_id), turn.pending_state, turn.id, schema)
     row = _row(turn, status, error)
     if turn.stored:
-        items = [] if appended_apart or turn.thread_id is None else _item_rows(ctx, turn, turn.produced)
+        items = [] if appended_apart or turn.thread_id is None else _item_rows(ctx, turn, kept)
         if not await repo.finish(ctx.db, ctx.org_id, turn.id, {"status": status, "output": turn.produced,
                                                                "usage": turn.usage, "error": error,
                                                                "trace": row["trace"],

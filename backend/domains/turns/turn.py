@@ -63,6 +63,8 @@ class Turn:
     # filled while the turn runs
     history_positions: tuple[int, int] | None = None
     new_thread: bool = False  # the thread was opened by this turn (nothing to read back but a copied state)
+    # THR-4: a turn with an Idempotency-Key keeps its input with its answer when it ends, not when it is accepted
+    input_later: bool = False
     messages: list[dict[str, Any]] = field(default_factory=list)
     injected: Built | None = None
     calls: list[ModelCall] = field(default_factory=list)
