@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
 from backend.db.models import Org, table_of
+from backend.db.models_agents import Agent, AgentVersionRow
 from backend.db.models_threads import (
     Thread,
     ThreadItem,
@@ -37,6 +38,7 @@ from backend.db.models_threads import (
     ThreadState,
     ThreadSummary,
 )
+from backend.db.models_turns import Response
 from backend.db.prepared import Prepared, PreparedByShape
 from backend.domains.threads.item_writes import append_items as append_items  # the threads domain's name for it
 from backend.domains.turns import repository as turns_repo
@@ -49,6 +51,9 @@ S = table_of(ThreadState)
 SUM = table_of(ThreadSummary)
 PSEUDO = table_of(ThreadPseudonym)
 ORGS = table_of(Org)
+RESP = table_of(Response)
+AGENTS = table_of(Agent)
+AGENT_VERSIONS = table_of(AgentVersionRow)
 
 T_META = T.c["metadata"]
 N_META = N.c["metadata"]
@@ -250,6 +255,29 @@ async def write_state(db: AsyncSession, org_id: str, thread_id: str, state: dict
                                       set_={"state": state, "version": version, "size": size,
                                             "updated_at": func.now()})
     return dict((await db.execute(stmt.returning(S))).one()._mapping)
+
+
+def _agent_schema() -> Prepared:
+    """The thread's agent: the one its latest turn naming an agent named (whatever that turn's status). Its
+    schema is its current version's, the one its next turn enforces; a deleted agent has none (no fallback to an
+    earlier agent)."""
+    org, thread = bindparam("org_id", type_=Text), bindparam("thread_id", type_=Text)
+    latest = (select(RESP.c.agent_id)
+              .where(RESP.c.org_id == org, RESP.c.thread_id == thread, RESP.c.agent_id.is_not(None))
+              .order_by(RESP.c.created_at.desc(), RESP.c.id.desc()).limit(1).scalar_subquery())
+    current = and_(AGENT_VERSIONS.c.org_id == AGENTS.c.org_id, AGENT_VERSIONS.c.agent_id == AGENTS.c.id,
+                   AGENT_VERSIONS.c.version == AGENTS.c.version)
+    return Prepared(select(AGENT_VERSIONS.c.working_state_schema).select_from(AGENTS.join(AGENT_VERSIONS, current))
+                    .where(AGENTS.c.org_id == org, AGENTS.c.id == latest, AGENTS.c.deleted_at.is_(None)))
+
+
+_AGENT_SCHEMA = _agent_schema()
+
+
+async def agent_state_schema(db: AsyncSession, org_id: str, thread_id: str) -> dict[str, Any] | None:
+    """THR-11: the `working_state_schema` of the thread's agent, None when it has none (or no live agent)."""
+    row = await _AGENT_SCHEMA.first(db, {"org_id": org_id, "thread_id": thread_id})
+    return None if row is None else row["working_state_schema"]
 
 
 # ---------------------------------------------------------------- summaries (THR-13)

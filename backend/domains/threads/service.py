@@ -251,7 +251,8 @@ async def get_state(ctx: RequestContext, thread_id: str) -> dict[str, Any]:
 async def write_state(ctx: RequestContext, thread_id: str, *, replace: dict[str, Any] | None = None,
                       patch: Any = None, if_match: str | None = None,
                       schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    """PUT replaces, PATCH merges (RFC 7386); both under the row lock, so no write is lost."""
+    """PUT replaces, PATCH merges (RFC 7386); both under the row lock, so no write is lost. The result must fit
+    `schema`, by default the `working_state_schema` of the thread's agent (the latest turn's that named one)."""
     row = await visible_thread(ctx, thread_id)
     _require(ctx, row, "write")
     await rules.not_erased(ctx, row["subject"])
@@ -260,6 +261,8 @@ async def write_state(ctx: RequestContext, thread_id: str, *, replace: dict[str,
     if expected is not None and expected != current["version"]:
         raise state_mod.stale(expected, current["version"])
     new_state = replace if replace is not None else state_mod.merge_patch(current["state"], patch)
+    if schema is None:
+        schema = await repo.agent_state_schema(ctx.db, ctx.org_id, thread_id)
     size = state_mod.check_state(new_state, ctx.settings.working_state_max_bytes, schema)
     written = await repo.write_state(ctx.db, ctx.org_id, thread_id, new_state, current["version"] + 1, size)
     return state_mod.document(written)
