@@ -292,9 +292,11 @@ class CoreClient:
         """A mapping is sent as it is, so the API judges it and its 422 names the path."""
         return self._call("POST", f"/tenants/{org_id}/keys", KeyCreated, body=body)
 
-    def key_audit(self, org_id: str, *, key_id: str | None = None, limit: int | None = None) -> KeyAuditPage:
+    def key_audit(self, org_id: str, *, key_id: str | None = None, limit: int | None = None,
+                  cursor: str | None = None) -> KeyAuditPage:
+        """One page of the key audit trail, newest first; pass the page's `next_cursor` for the next one."""
         return self._call("GET", f"/tenants/{org_id}/keys/audit", KeyAuditPage,
-                          params={"key_id": key_id, "limit": limit})
+                          params={"key_id": key_id, "limit": limit, "cursor": cursor})
 
     def key(self, org_id: str, key_id: str) -> KeyOut:
         return self._call("GET", f"/tenants/{org_id}/keys/{key_id}", KeyOut)

@@ -50,6 +50,11 @@ def test_plt_5_key_audit_trail(admin_client: CoreClient, org: Org) -> None:
     created = admin_client.create_key(org.org_id, KeyCreate(name="reader", capabilities=["knowledge"]))
     trail = admin_client.key_audit(org.org_id, key_id=created.id)
     assert [(e.key_id, e.action) for e in trail.data] == [(created.id, "created")]
+    admin_client.update_key(org.org_id, created.id, {"name": "renamed"})
+    first = admin_client.key_audit(org.org_id, key_id=created.id, limit=1)
+    assert [e.action for e in first.data] == ["changed"] and first.next_cursor is not None
+    older = admin_client.key_audit(org.org_id, key_id=created.id, limit=1, cursor=first.next_cursor)
+    assert [e.action for e in older.data] == ["created"]
 
 
 def test_plt_14_validation_error_names_the_field(admin_client: CoreClient, org: Org) -> None:
