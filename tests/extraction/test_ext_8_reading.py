@@ -267,3 +267,26 @@ def test_ext_4_each_run_reports_the_tokens_of_the_calls_that_finished_its_window
     assert (runs[second]["windows"], runs[second]["input_tokens"]) == (0, 0)
     assert (runs[first]["input_tokens"], runs[first]["output_tokens"]) == (300, 40)
     assert db.execute("SELECT sum(input_tokens) FROM usage_events WHERE job = 'extraction'").fetchone()[0] == 620
+
+
+def test_ext_9_an_episode_or_lessons_the_switch_did_not_ask_for_fail_the_window(client, org, db, scripted,
+                                                                                 run_jobs):
+    index_id = new_store(org)
+    switch_on(org, index_id, types=["fact"])
+    episode = {"text": "Talked about moving.", "result": "unknown", "result_basis": "judge"}
+    lesson = {"kind": "pitfall", "basis": "model", "text": "Ask for the date first."}
+    for extra in ({"episode": episode}, {"lessons": [lesson]}):
+        conversation(org, "anna", ("user", "I am moving to Delft."))
+        scripted.reply(answer(new("fact", "Anna moves to Delft."), **extra))
+        run_now(org, index_id)
+        run_jobs()
+        assert windows(db, index_id)[-1][3:5] == ("failed", "invalid_model_output")
+        [error] = db.execute("SELECT error FROM extraction_windows WHERE index_id = %s ORDER BY thread_id DESC "
+                             "LIMIT 1", (index_id,)).fetchone()
+        assert f"`{next(iter(extra))}` was not asked for" in error
+    assert records(org, index_id, "anna") == []
+    conversation(org, "anna", ("user", "I am moving to Delft."))
+    scripted.reply(answer(new("fact", "Anna moves to Delft.")))
+    run_now(org, index_id)
+    run_jobs()
+    assert [r["text"] for r in records(org, index_id, "anna")] == ["Anna moves to Delft."]

@@ -46,9 +46,14 @@ class Answer(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     lessons: Annotated[list[Lesson], msgspec.Meta(max_length=3)] | None = None
 
 
-def parse(content: str | None) -> Answer:
-    """The model's answer as an `Answer`; msgspec.ValidationError or DecodeError when it is anything else."""
-    return msgspec.json.decode((content or "").encode(), type=Answer)
+def parse(content: str | None, *, episodes: bool = False, lessons: bool = False) -> Answer:
+    """The model's answer as an `Answer`; msgspec.ValidationError or DecodeError when it is anything else, also
+    when it holds an `episode` or `lessons` the call did not ask for (its schema left them out)."""
+    parsed = msgspec.json.decode((content or "").encode(), type=Answer)
+    for name, asked in (("episode", episodes), ("lessons", lessons)):
+        if getattr(parsed, name) is not None and not asked:
+            raise msgspec.ValidationError(f"`{name}` was not asked for in this call")
+    return parsed
 
 
 def schema(types: Sequence[str], *, episodes: bool, lessons: bool) -> dict[str, Any]:

@@ -203,7 +203,7 @@ async def store_window(ctx: RequestContext, work: WindowWork, answer: ChatAnswer
         await fail(ctx, work.window_id, "subject_erased", erased.message)
         return "failed"
     try:
-        parsed = prompt.parse(answer.content)
+        parsed = prompt.parse(answer.content, episodes=work.session is not None, lessons=work.lessons)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         await fail(ctx, work.window_id, "invalid_model_output", f"The model's answer is not the asked shape: {exc}")
         return "failed"
