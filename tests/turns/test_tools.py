@@ -399,3 +399,25 @@ def test_thr_5_a_record_the_write_tool_keeps_in_a_labelled_thread_starts_with_it
         kept.append(client.get(f"/memory/{memory_id}", headers=anna(org, key)).json())
     assert kept[0]["labels"] == {"topic": "verhuizing"}
     assert kept[1]["labels"] == {}  # a thread the turn started has none
+
+
+def test_thr_11_a_turn_without_an_agent_keeps_the_state_to_the_thread_s_agent_s_schema(
+        client: Any, org: Org, scripted: Any) -> None:
+    """The model's patches in a thread an agent answered fit that agent's schema, as the application's PUT must,
+    also in a turn that names a model instead of the agent."""
+    _, key = _store(client, org)
+    schema = {"type": "object", "properties": {"step": {"type": "integer"}}, "additionalProperties": False}
+    created = client.post("/agents", headers=org.admin, json={"name": "planner", "model": "scripted",
+                                                              "instructions": "You plan.",
+                                                              "working_state_schema": schema})
+    assert created.status_code == 201, created.text
+    agent = created.json()
+    scripted.reply("Planned.")
+    first = turn(client, anna(org, key), input="Plan.", agent_id=agent["id"], model=None)
+    scripted.reply(tool_calls=[("builtin__update_working_state", {"patch": {"goal": "x"}})])
+    scripted.reply(tool_calls=[("builtin__update_working_state", {"patch": {"step": 3}})]).reply("Done.")
+    plain = turn(client, anna(org, key), input="Next step.", thread_id=first["thread_id"], tools=_state_tool())
+    refused, accepted = plain["output"][1], plain["output"][3]
+    assert refused["error"] and "working_state_schema" in refused["error"] and refused["output"] == ""
+    assert json.loads(accepted["output"])["version"] == 1
+    assert client.get(f"/threads/{first['thread_id']}/state", headers=anna(org, key)).json()["state"] == {"step": 3}

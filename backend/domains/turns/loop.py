@@ -171,10 +171,10 @@ async def _dispatch(turn: Turn, call: ToolCall, arguments: dict[str, Any], call_
                     ) -> tuple[str, str | None]:
     ctx = turn.ctx
     if call.name == WORKING_STATE_TOOL and turn.tools.working_state and turn.thread_id:
-        schema = turn.agent.working_state_schema if turn.agent else None
         try:
+            turn.state_schema = await state_tool.schema_of(ctx, turn.thread_id, turn.agent)
             turn.pending_state, output, error = await state_tool.call(ctx, turn.thread_id, turn.pending_state,
-                                                                      arguments, schema)
+                                                                      arguments, turn.state_schema)
         finally:
             await ctx.db.rollback()  # nothing written: the patch is applied when the turn completes
         return output, error

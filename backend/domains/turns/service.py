@@ -321,8 +321,8 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
             await pii_service.store(ctx, str(turn.thread_id), turn.pseudonymizer)  # values first seen in tool results
         if state:
             assert turn.pending_state is not None
-            schema = turn.agent.working_state_schema if turn.agent else None
-            turn.state_written = await apply_state(ctx, str(turn.thread_id), turn.pending_state, turn.id, schema)
+            turn.state_written = await apply_state(ctx, str(turn.thread_id), turn.pending_state, turn.id,
+                                                   turn.state_schema)
     row = _row(turn, status, error)
     if turn.stored:
         items = [] if appended_apart or turn.thread_id is None else _item_rows(ctx, turn, kept)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backend.access.context import RequestContext
 from backend.domains.threads import repository as threads_repo
 from backend.domains.threads import state as state_mod
 from backend.errors import ApiError, ValidationFailed
+
+if TYPE_CHECKING:
+    from backend.domains.turns.turn import AgentTurn
 
 
 @dataclass
@@ -20,6 +23,14 @@ class PendingState:
     base_version: int
     state: dict[str, Any]
     size: int
+
+
+async def schema_of(ctx: RequestContext, thread_id: str, agent: AgentTurn | None) -> dict[str, Any] | None:
+    """The schema the turn's patches must fit: its agent's; a turn without one keeps to the thread's agent's, as
+    the application's writes of the state do (THR-11)."""
+    if agent is not None:
+        return agent.working_state_schema
+    return await threads_repo.agent_state_schema(ctx.db, ctx.org_id, thread_id)
 
 
 async def call(ctx: RequestContext, thread_id: str, pending: PendingState | None, arguments: dict[str, Any],

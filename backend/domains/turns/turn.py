@@ -75,6 +75,7 @@ class Turn:
     state_written: bool | None = None
     rounds: int = 0
     thread_labels: dict[str, Any] = field(default_factory=dict)  # THR-5: the records its write tool keeps get them
+    state_schema: dict[str, Any] | None = None  # what the state tool's patches must fit (state_tool.schema_of)
     cut_short: bool = False  # the final answer stopped at `max_output_tokens`: the response is `incomplete`
     # the memory block being built on a session of its own while the turn is accepted (block_ahead.py)
     block_ahead: asyncio.Task[Built] | None = None
