@@ -108,6 +108,24 @@ def test_mem_3_a_key_upsert_is_sourced_and_verified_as_the_writers_new_record_wo
                                                                ("updated", False)]
 
 
+def test_mem_18_new_words_from_a_key_are_unverified_and_other_changes_keep_the_verification(mem: Mem,
+                                                                                           client: Any) -> None:
+    """Verification vouches for the words: a key's PATCH of the text drops it; an administrator's edit and a
+    change of anything else keep what the record had (verifying stays its own audited act)."""
+    created = client.post("/memory", json={"index_id": mem.index_id, "type": "fact", "text": "Desk on floor 3."},
+                          headers=mem.nobody).json()
+    url = f"/memory/{created['id']}"
+    assert client.post(f"{url}/verify", headers=mem.admin).json()["verified"] is True
+    tagged = client.patch(url, json={"tags": ["office"]}, headers=mem.nobody)
+    assert tagged.status_code == 200, tagged.text
+    assert tagged.json()["verified"] is True
+    reworded = client.patch(url, json={"text": "Desk on floor 4."}, headers=mem.nobody).json()
+    assert reworded["verified"] is False
+    by_admin = client.patch(url, json={"text": "Desk on floor 5."}, headers=mem.admin).json()
+    assert by_admin["verified"] is False
+    assert client.post(f"{url}/verify", headers=mem.admin).json()["verified"] is True
+    assert client.patch(url, json={"text": "Desk on floor 6."}, headers=mem.admin).json()["verified"] is True
+
 def test_plt_8_key_upsert_is_judged_on_the_record_as_it_will_be_written(mem: Mem, client: Any, db: Any) -> None:
     """A keyed write that sends no labels keeps the record's labels, so `memory_write` is judged on those, not on
     an empty label set; a keyed write that sends labels is judged on the labels it sends."""

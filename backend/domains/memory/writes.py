@@ -261,6 +261,8 @@ async def patch(ctx: RequestContext, record_id: str, body: MemoryPatch) -> dict[
     changes: dict[str, Any] = {}
     if body.text is not msgspec.UNSET:
         changes["text"], changes["norm_hash"] = body.text, norm_hash(body.text)
+        if not ctx.is_admin:  # a verification vouches for the words (MEM-18): a key's new words drop it
+            changes["verified"] = False
     if body.metadata is not msgspec.UNSET:
         changes["metadata"] = check_metadata(body.metadata, "metadata")
     if body.labels is not msgspec.UNSET:
