@@ -82,6 +82,15 @@ def build(*, instructions: Sequence[str], summaries: Sequence[str], state: Mappi
                          + json.dumps(state, ensure_ascii=False, sort_keys=True)})
     if block:
         messages.append({"role": "system", "content": block})
-    messages += item_messages(history)
+    messages += item_messages(_without_orphan_results(history))
     messages += item_messages(new_input)
     return messages
+
+
+def _without_orphan_results(history: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """History read from its newest end may start after a function call whose result it still holds; a tool
+    message without its call is refused by OpenAI-compatible servers, so such a result is left out."""
+    items = list(history)
+    calls = {item.get("call_id") for item in items if item.get("type") == "function_call"}
+    return [item for item in items
+            if not (item.get("type") == "function_call_output" and item.get("call_id") not in calls)]
