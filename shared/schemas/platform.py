@@ -39,7 +39,7 @@ class HalfLife(Model):
 class InjectionBlock(Model):
     """What a key (or an agent) injects into a turn (INJ-1)."""
 
-    index_id: Annotated[str, msgspec.Meta(pattern="^idx_")]
+    index_id: Annotated[str, msgspec.Meta(pattern="^idx_")] | None = None  # needed unless `enabled` is false
     enabled: bool = True
     types: list[Annotated[str, msgspec.Meta(pattern="^[a-z][a-z0-9_]{0,31}$")]] = []
     metadata: dict[str, str | int | float | bool] = {}

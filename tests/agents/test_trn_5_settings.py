@@ -22,6 +22,15 @@ def test_inj_2_memory_injection_is_stored_whole_with_its_defaults(org, client):
     assert same.json() == agent  # the same block, defaults and all: no new version
     off = make_agent(client, org.admin, name="quiet", memory_injection={"index_id": index_id, "enabled": False})
     assert off["memory_injection"]["enabled"] is False
+    # switching injection off needs no store; switching it on does
+    bare = make_agent(client, org.admin, name="bare", memory_injection={"enabled": False})
+    assert (bare["memory_injection"]["enabled"], bare["memory_injection"]["index_id"]) == (False, None)
+    key = client.post(f"/tenants/{org.org_id}/keys", headers=org.admin, json={
+        "name": "quiet", "capabilities": ["knowledge", "memory"], "memory": {"injection": {"enabled": False}}})
+    assert key.status_code == 201 and key.json()["memory"]["injection"]["index_id"] is None, key.text
+    assert_error(client.post(f"/tenants/{org.org_id}/keys", headers=org.admin, json={
+        "name": "loud", "capabilities": ["knowledge", "memory"], "memory": {"injection": {"limit": 3}}}),
+        422, param="memory.injection.index_id")
 
 
 def test_inj_2_an_index_that_is_not_the_organisations_is_422_on_memory_injection_index_id(org, other_org, client):

@@ -79,6 +79,7 @@ def test_inj_2_an_agent_block_replaces_the_key_block_whole_in_a_turn(org, client
     facts = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": index_id, "types": ["fact"]}})
     whole = make_agent(client, org.admin, name="whole", memory_injection={"index_id": index_id})
     silent = make_agent(client, org.admin, name="silent", memory_injection={"index_id": index_id, "enabled": False})
+    off = make_agent(client, org.admin, name="off", memory_injection={"enabled": False})  # no store to name
     plain = make_agent(client, org.admin, name="plain")
 
     def turn(agent_id: str | None) -> tuple[str, str | None]:
@@ -94,6 +95,7 @@ def test_inj_2_an_agent_block_replaces_the_key_block_whole_in_a_turn(org, client
     assert "[about_this_person]" in key_only and "[commitments]" not in key_only  # the key's types: facts only
     assert turn(whole["id"]) == (WORKED_BLOCK, None)  # nothing of the key's block is merged in
     assert turn(silent["id"]) == ("", "disabled")
+    assert turn(off["id"]) == ("", "disabled")
     assert turn(plain["id"])[0] == key_only  # an agent without a block uses the key's
 
 

@@ -23,17 +23,26 @@ class ChosenBlock:
 
 def parse_block(raw: Any, param: str) -> InjectionBlock:
     try:
-        return msgspec.convert(raw, InjectionBlock)
+        block = msgspec.convert(raw, InjectionBlock)
     except msgspec.ValidationError as error:
         message = str(error)
         path = message.split("at `$", 1)[1].rstrip("`") if "at `$" in message else ""
         raise ValidationFailed(message.split(" - at ")[0], param=param + path) from None
+    require_store(block, param)
+    return block
+
+
+def require_store(block: InjectionBlock, param: str) -> None:
+    """A block that injects names its store; `{"enabled": false}` alone switches injection off (INJ-1)."""
+    if block.enabled and block.index_id is None:
+        raise ValidationFailed("Name the store to inject from in `index_id`, or send `enabled: false` to inject "
+                               "nothing.", param=f"{param}.index_id")
 
 
 async def check_saved_block(db: AsyncSession, scope: Scope, raw: Any, param: str) -> InjectionBlock:
     """An agent's (or key's) block must name an index of the organisation that the saving key's policy names."""
     block = parse_block(raw, param)
-    if await indexes_repo.get(db, scope, block.index_id) is None:
+    if block.index_id is not None and await indexes_repo.get(db, scope, block.index_id) is None:
         raise ValidationFailed(f"{block.index_id!r} is not an index of this organisation that this key's policy "
                                "names.", param=f"{param}.index_id", code="index_not_reachable")
     return block
@@ -51,6 +60,7 @@ def choose_block(principal: Principal, scope: Scope, agent_block: Any | None = N
     block = parse_block(raw, "memory_injection")
     if not block.enabled:
         return ChosenBlock(block, "disabled")
+    assert block.index_id is not None  # parse_block: an enabled block names its store
     if not scope.reaches_index(block.index_id):
         return ChosenBlock(block, "index_not_named")
     return ChosenBlock(block, None)

@@ -74,7 +74,7 @@ async def preview(ctx: RequestContext, index_id: str, body: PreviewIn) -> dict[s
         chosen = choose_block(acting, scope, msgspec.to_builtins(block_cfg))
     else:
         chosen = choose_block(acting, scope, agent_block)  # what a turn with this key (and agent) does
-        if chosen.block is not None and chosen.block.index_id != index_id:
+        if chosen.block is not None and chosen.block.index_id not in (None, index_id):
             # The turn reads another store: the caller must reach it too, or the preview would show it more.
             await reachable(db, ctx.management_scope, chosen.block.index_id,
                             param="agent_id" if agent_block else "key_id")

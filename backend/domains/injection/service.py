@@ -85,6 +85,7 @@ async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], ch
     block_cfg = chosen.block
     if block_cfg is None or chosen.reason is not None:
         return Built(None, chosen.reason, block_cfg.index_id if block_cfg else None, 0, [])
+    assert block_cfg.index_id is not None  # choose_block gives a reason for a block without a store
     index, sections = await stores_repo.index_and_sections(db, scope, block_cfg.index_id)
     if index is None:
         return Built(None, "index_missing", block_cfg.index_id, 0, [])

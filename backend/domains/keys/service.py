@@ -16,6 +16,7 @@ from backend.access.policy import default_policy, parse_policy
 from backend.access.principal import ALL_CAPABILITIES, Principal
 from backend.domains.audit import service as audit
 from backend.domains.indexes import repository as indexes_repo
+from backend.domains.injection.config import require_store
 from backend.domains.keys import repository as repo
 from backend.errors import BadRequest, Conflict, Forbidden, NotFound, ValidationFailed
 from backend.ids import new_id
@@ -65,7 +66,10 @@ def check_capabilities(requested: list[str], granter: Principal | None) -> list[
 
 
 async def _check_injection_index(db: AsyncSession, org_id: str, memory: KeyMemoryConfig | None) -> None:
-    if memory is not None and memory.injection is not None and not await indexes_repo.exists(
+    if memory is None or memory.injection is None:
+        return
+    require_store(memory.injection, "memory.injection")
+    if memory.injection.index_id is not None and not await indexes_repo.exists(
             db, org_id, memory.injection.index_id):
         raise ValidationFailed(f"{memory.injection.index_id!r} is not an index of this organisation.",
                                param="memory.injection.index_id", code="index_not_found")
