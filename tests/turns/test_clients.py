@@ -31,18 +31,19 @@ def test_trn_1_the_openai_client_creates_and_continues_a_response(live_api: str,
 def test_trn_1_the_output_limit_reaches_the_model_and_a_cut_answer_is_incomplete(live_api: str, org: Org,
                                                                                   scripted: Any) -> None:
     scripted.reply("Once upon a", finish_reason="length").reply("Done.")
-    client = openai.OpenAI(base_url=live_api, api_key=org.key, default_headers={"X-Core-Subject": '{"id": "anna"}'})
-    cut = client.responses.create(model="scripted", input="Tell me a story", max_output_tokens=5)
-    assert scripted.last["max_tokens"] == 5
-    assert cut.status == "incomplete" and cut.incomplete_details is not None
-    assert cut.incomplete_details.reason == "max_output_tokens" and cut.output_text == "Once upon a"
-    assert client.responses.retrieve(cut.id).status == "incomplete"
-    whole = client.responses.create(model="scripted", input="Thanks", previous_response_id=cut.id)
-    assert "max_tokens" not in scripted.last and whole.status == "completed" and whole.incomplete_details is None
+    person = {"X-Core-Subject": '{"id": "anna"}'}
+    with openai.OpenAI(base_url=live_api, api_key=org.key, default_headers=person) as client:
+        cut = client.responses.create(model="scripted", input="Tell me a story", max_output_tokens=5)
+        assert scripted.last["max_tokens"] == 5
+        assert cut.status == "incomplete" and cut.incomplete_details is not None
+        assert cut.incomplete_details.reason == "max_output_tokens" and cut.output_text == "Once upon a"
+        assert client.responses.retrieve(cut.id).status == "incomplete"
+        whole = client.responses.create(model="scripted", input="Thanks", previous_response_id=cut.id)
+        assert "max_tokens" not in scripted.last and whole.status == "completed" and whole.incomplete_details is None
     scripted.reply("Er was eens", finish_reason="length")
-    messages = anthropic.Anthropic(base_url=live_api, auth_token=org.key,
-                                   default_headers={"X-Core-Subject": '{"id": "anna"}'})
-    answer = messages.messages.create(model="scripted", max_tokens=7, messages=[{"role": "user", "content": "Vertel"}])
+    with anthropic.Anthropic(base_url=live_api, auth_token=org.key, default_headers=person) as messages:
+        answer = messages.messages.create(model="scripted", max_tokens=7,
+                                          messages=[{"role": "user", "content": "Vertel"}])
     assert scripted.last["max_tokens"] == 7 and answer.stop_reason == "max_tokens"
 
 
@@ -87,7 +88,8 @@ def test_trn_9_tool_use_round_trip_and_header_conflicts(live_api: str, org: Org,
     assert_error(conflict, 400, "conflicting_thread_fields", param="thread_id")
     refused = _messages(live_api, org, {"messages": [result], "working_state_from": thread_id})
     assert_error(refused, 422, param="working_state_from")
-    kept = items(httpx.Client(base_url=live_api), anna(org), thread_id)
+    with httpx.Client(base_url=live_api) as http:
+        kept = items(http, anna(org), thread_id)
     assert [i["type"] for i in kept] == ["message", "function_call", "function_call_output", "message"]
 
 
