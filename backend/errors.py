@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 NUL_MESSAGE = "Text may not contain the NUL character (U+0000)."
@@ -9,6 +10,20 @@ THREADS_MISSING_MESSAGE = (
     "This key does not hold the `threads` capability, so no response or thread was kept for it to continue "
     "or read back. Send the whole conversation in the request, or use a key that holds `threads`."
 )
+
+
+_AT_PATH = re.compile(r"- at `\$(?P<path>[^`]*)`")
+_NAMED_FIELD = re.compile(r"(?:unknown|missing required) field `(?P<name>[^`]+)`")
+
+
+def msgspec_error_parts(message: str) -> tuple[str, str | None, str | None]:
+    """A msgspec validation message taken apart: its words without the location, the path of the container it
+    points at (`.records[3]`, '' for the top, None when it names no place) and the field it names as unknown or
+    missing (None otherwise). The one reading of these messages, for every 422 that names a `param`."""
+    at = _AT_PATH.search(message)
+    named = _NAMED_FIELD.search(message)
+    return (_AT_PATH.sub("", message).strip(), at.group("path") if at else None,
+            named.group("name") if named else None)
 
 
 class ApiError(Exception):

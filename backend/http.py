@@ -33,6 +33,7 @@ from backend.errors import (
     Forbidden,
     PolicyDenied,
     ValidationFailed,
+    msgspec_error_parts,
 )
 from shared.schemas.compaction import RETIRED_COMPACTION_FIELDS
 
@@ -171,9 +172,6 @@ async def _keep_denied_event(state: State, denied: PolicyDenied) -> None:
 
 # ---------------------------------------------------------------- errors (PLT-14)
 
-_AT_PATH = re.compile(r"- at `\$(?P<path>[^`]*)`")
-_UNKNOWN_FIELD = re.compile(r"unknown field `(?P<name>[^`]+)`")
-_MISSING_FIELD = re.compile(r"missing required field `(?P<name>[^`]+)`")
 _MISSING_PARAM = re.compile(r"Missing required \w+ parameter '(?P<name>[^']+)'")
 
 
@@ -184,14 +182,12 @@ def _json_path_to_param(path: str) -> str | None:
 
 def _validation_param(message: str, key: str | None) -> str | None:
     """The dotted path of the offending field: Litestar gives the container's path, msgspec names the field."""
-    match = _AT_PATH.search(message)
-    base = _json_path_to_param(match.group("path")) if match else key
+    _, path, name = msgspec_error_parts(message)
+    base = _json_path_to_param(path) if path is not None else key
     if base in ("data", ""):
         base = None
-    for pattern in (_UNKNOWN_FIELD, _MISSING_FIELD):
-        found = pattern.search(message)
-        if found:
-            return f"{base}.{found.group('name')}" if base else found.group("name")
+    if name:
+        return f"{base}.{name}" if base else name
     if base:
         return base
     missing = _MISSING_PARAM.search(message)
@@ -226,7 +222,7 @@ def handle_validation(_: Request, exc: ValidationException) -> Response[Any]:
     param = _validation_param(message, first.get("key"))
     if source in ("query", "path", "header", "cookie") and first.get("key"):
         param = str(first["key"])
-    clean = _AT_PATH.sub("", message).strip()
+    clean = msgspec_error_parts(message)[0]
     return error_response(422, "validation_failed", _retired(param) or clean or "The request is not valid.", param)
 
 

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.principal import Principal
 from backend.access.scope import Scope
 from backend.domains.indexes import repository as indexes_repo
-from backend.errors import ValidationFailed
+from backend.errors import ValidationFailed, msgspec_error_parts
 from shared.schemas.platform import InjectionBlock
 
 
@@ -25,9 +25,8 @@ def parse_block(raw: Any, param: str) -> InjectionBlock:
     try:
         block = msgspec.convert(raw, InjectionBlock)
     except msgspec.ValidationError as error:
-        message = str(error)
-        path = message.split("at `$", 1)[1].rstrip("`") if "at `$" in message else ""
-        raise ValidationFailed(message.split(" - at ")[0], param=param + path) from None
+        text, path, _ = msgspec_error_parts(str(error))
+        raise ValidationFailed(text, param=param + (path or "")) from None
     require_store(block, param)
     return block
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -15,14 +14,12 @@ import msgspec
 from backend.access.context import RequestContext
 from backend.access.scope import Scope
 from backend.domains.erasure import guard as erasure
-from backend.errors import NUL_MESSAGE, ValidationFailed
+from backend.errors import NUL_MESSAGE, ValidationFailed, msgspec_error_parts
 from shared.schemas.memory import MAX_METADATA_BYTES, Commitment
 
 DEFAULT_CONFIDENCE = {"api": 1.0, "admin": 1.0, "model": 0.7, "extraction": 0.7, "maintenance": 0.7}
 DEFAULT_STORE_TYPES = ("fact", "preference", "commitment", "behaviour")
 NOT_WRITABLE_TYPES = frozenset({"episode"})  # only extraction writes episodes (EXT-12)
-_AT = re.compile(r" - at `\$(?P<path>[^`]*)`")
-_FIELD = re.compile(r"(?:unknown|missing required) field `(?P<name>[^`]+)`")
 T = TypeVar("T")
 
 
@@ -83,13 +80,9 @@ def converted(value: Any, model: type[T], param: str) -> T:
     try:
         return msgspec.convert(value, model, strict=False)
     except msgspec.ValidationError as exc:
-        message = str(exc)
-        at = _AT.search(message)
-        path = at.group("path") if at else ""
-        field_name = _FIELD.search(message)
-        if field_name:
-            path = f"{path}.{field_name.group('name')}"
-        raise ValidationFailed(_AT.sub("", message).strip(), param=f"{param}{path}".lstrip(".") or None) from None
+        text, path, name = msgspec_error_parts(str(exc))
+        where = f"{param}{path or ''}" + (f".{name}" if name else "")
+        raise ValidationFailed(text, param=where.lstrip(".") or None) from None
 
 
 def normalised_text(text: str) -> str:

@@ -12,7 +12,7 @@ from backend.domains.indexes import service as indexes
 from backend.domains.memory.rules import memory_scope
 from backend.domains.tools import memory_tools as mt
 from backend.domains.tools import service as tools
-from backend.errors import BadRequest, CapabilityMissing, NotFound, ValidationFailed
+from backend.errors import BadRequest, CapabilityMissing, NotFound, ValidationFailed, msgspec_error_parts
 from shared.schemas.threads import FunctionCallIn, FunctionCallOutputIn, InputAudio, ItemIn, MessageIn
 from shared.schemas.turns import FunctionTool, PlatformTool, ResponseCreate
 
@@ -78,10 +78,8 @@ def input_items(raw: str | list[dict[str, Any]]) -> list[ItemIn]:
         try:
             item = msgspec.convert(entry, ItemIn)
         except msgspec.ValidationError as exc:
-            message = str(exc)
-            path = message.split("at `$", 1)[1].rstrip("`") if "at `$" in message else ""
-            raise ValidationFailed(f"Input item {i} is not valid: {message.split(' - at ')[0]}",
-                                   param=f"input[{i}]{path}") from None
+            text, path, _ = msgspec_error_parts(str(exc))
+            raise ValidationFailed(f"Input item {i} is not valid: {text}", param=f"input[{i}]{path or ''}") from None
         if isinstance(item, MessageIn) and isinstance(item.content, list) and any(
                 isinstance(p, InputAudio) for p in item.content):
             raise ValidationFailed("Audio input needs an audio-capable model, and none is configured; send the "
