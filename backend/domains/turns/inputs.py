@@ -41,16 +41,11 @@ def thread_field(body: ResponseCreate) -> tuple[str, str] | None:
 
 def refuse_state_copy(body: ResponseCreate, field: tuple[str, str] | None) -> None:
     """THR-12: `working_state_from` starts a new thread; a turn that continues one, or keeps none, has no use for it."""
-    if body.working_state_from is None:
+    if body.working_state_from is None or (field is None and body.store):
         return
-    if field is not None:
-        raise BadRequest(f"`working_state_from` gives a new thread a copy of another thread's state; this turn "
-                         f"continues a thread (`{field[0]}`). Leave one of them out.", param="working_state_from",
-                         code="state_copy_needs_new_thread")
-    if not body.store:
-        raise BadRequest("`working_state_from` gives a new thread a copy of another thread's state; with `store: "
-                         "false` no thread is kept. Leave one of them out.", param="working_state_from",
-                         code="state_copy_needs_new_thread")
+    why = f"this turn continues a thread (`{field[0]}`)" if field else "with `store: false` no thread is kept"
+    raise BadRequest(f"`working_state_from` gives a new thread a copy of another thread's state; {why}. Leave one "
+                     "of them out.", param="working_state_from", code="state_copy_needs_new_thread")
 
 
 def refuse_unsupported(body: ResponseCreate) -> None:
