@@ -17,8 +17,14 @@ def search(mem: Mem, client: Any, q: str, headers: dict[str, str] | None = None)
 
 def test_mem_13_question_parts() -> None:
     assert parse('Which foods could make her ill?') == Question(("which", "foods", "could", "make", "her", "ill"))
-    assert parse('"peanut butter" or jam -"strawberry jam" -sugar') == Question(
-        ("jam",), ("peanut butter",), ("strawberry jam", "sugar"))
+    assert parse('"peanut butter" jam -"strawberry jam" -sugar') == Question(
+        ("jam",), (("peanut butter",),), ("strawberry jam", "sugar"))
+    # `or` joins a phrase with what stands beside it: the record needs one of them (web-search meaning).
+    assert parse('"peanut butter" or jam "on toast"') == Question(
+        ("jam",), (("peanut butter", "jam"), ("on toast",)))
+    assert parse('nuts or "peanut butter" or "pinda kaas" bread').required == \
+        (("nuts", "peanut butter", "pinda kaas"),)
+    assert parse('jam or nuts').required == ()  # plain words are alternatives already
     assert parse('  -  "" or OR ').empty
     assert parse('pinda-allergie').words == ("pinda-allergie",)
     assert parse('"peanut butter" jam').for_embedding() == "peanut butter jam"
@@ -71,6 +77,10 @@ def test_mem_13_web_search_operators_keep_their_meaning(mem: Mem, client: Any) -
     assert set(search(mem, client, "jam or cookies")) == {jam["id"], peanuts["id"]}
     # A phrase with plain words: the phrase is required, the words rank.
     assert search(mem, client, '"on toast" strawberry') == [jam["id"], butter["id"]]
+    # `or` beside a phrase makes it one of alternatives, as in web search: either phrase, or the phrase or a word.
+    assert set(search(mem, client, '"peanut butter" or "strawberry jam"')) == {butter["id"], jam["id"]}
+    assert set(search(mem, client, '"strawberry jam" or cookies')) == {jam["id"], peanuts["id"]}
+    assert set(search(mem, client, '"strawberry jam" or cookies "on toast"')) == {jam["id"]}
 
 
 def test_mem_6_list_filter_q_matches_every_word_by_stem(mem: Mem, client: Any) -> None:

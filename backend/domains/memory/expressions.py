@@ -225,9 +225,17 @@ def phrase_query(phrase: Any) -> Any:
 
 
 def all_of(queries: list[Any]) -> Any:
+    return _joined("&&", queries)
+
+
+def any_of(queries: list[Any]) -> Any:
+    return _joined("||", queries)
+
+
+def _joined(operator: str, queries: list[Any]) -> Any:
     out = queries[0]
     for query in queries[1:]:
-        out = out.op("&&", return_type=TSQUERY)(query)
+        out = out.op(operator, return_type=TSQUERY)(query)
     return out
 
 

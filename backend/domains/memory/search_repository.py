@@ -34,6 +34,7 @@ from backend.domains.memory.expressions import (
     Filter,
     R,
     all_of,
+    any_of,
     filters,
     none_of,
     phrase_query,
@@ -156,7 +157,8 @@ def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | No
     `candidates` by share then score 0.9 × share + 0.1 × their proximity rank (`ts_rank_cd`). Phrases must match
     and exclusions must not. The words travel as one array, so the statement is the same for any number of them.
     """
-    required = [phrase_query(bindparam(f"q_p{i}", type_=Text)) for i in range(len(question.phrases))]
+    required = [any_of([phrase_query(bindparam(f"q_p{i}_{j}", type_=Text)) for j in range(len(group))])
+                for i, group in enumerate(question.required)]
     if not required and question.words:
         required = [tsquery(bindparam("q_any", type_=Text))]
     required += [none_of(phrase_query(bindparam(f"q_x{i}", type_=Text))) for i in range(len(question.excluded))]
@@ -245,7 +247,7 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
                  question: Question, vectors: Sequence[QueryVector], limit: int) -> list[dict[str, Any]]:
     """Full-text hits fused with the nearest vectors of each embedding setting (MEM-13); every candidate set
     is scoped in SQL by the same WHERE clause. Built and compiled once per shape (house rule 12): the scope's
-    and the filters' shape, how many phrases and exclusions, whether there are words, each setting's
+    and the filters' shape, the question's (Question.shape), each setting's
     dimensions; the person, the words, the vectors and the filters' values are parameters."""
     if question.empty and not vectors:
         return []
@@ -260,9 +262,8 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
         many_own = int(beam.scalar_one()) > candidates  # the wide beam is wider than the largest page
     dims = tuple(len(v.vector) for v in vectors)
     lives = tuple(sorted(half_lives.items()))
-    shape = ("search", scope.shape, lives, tuple(e.token for e in found), bool(question.words),
-             len(question.phrases), len(question.excluded), dims, fusion.method, fusion.rrf_k, fusion.text_weight,
-             many_own)
+    shape = ("search", scope.shape, lives, tuple(e.token for e in found), question.shape, dims, fusion.method,
+             fusion.rrf_k, fusion.text_weight, many_own)
     statement = _statements.get(shape)
     if statement is None:
         statement = _statements[shape] = Prepared(_statement(scope, half_lives, found, question, dims, fusion,
@@ -274,7 +275,7 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
     params: dict[str, Any] = {**scope_params(scope), "limit": limit, "candidates": candidates,
                               "q_any": " or ".join(question.words), "q_words": list(question.words),
                               "vector_owner": scope.subject_id}
-    params.update({f"q_p{i}": p for i, p in enumerate(question.phrases)})
+    params.update({f"q_p{i}_{j}": p for i, group in enumerate(question.required) for j, p in enumerate(group)})
     params.update({f"q_x{i}": x for i, x in enumerate(question.excluded)})
     for entry in found:
         params.update(entry.params)
