@@ -77,6 +77,7 @@ class CallOptions:
     max_retries: int = 2  # the SDK retries 408/409/429/5xx and connection errors with backoff, honouring Retry-After
     response_format: Mapping[str, Any] | None = None
     temperature: float | None = None
+    top_p: float | None = None
     max_output_tokens: int | None = None  # sent as `max_tokens`, which OpenAI-compatible servers all take
 
 
@@ -126,6 +127,8 @@ async def _openai_compatible(spec: ModelSpec, messages: Sequence[Mapping[str, An
         request["response_format"] = dict(options.response_format)
     if options.temperature is not None:
         request["temperature"] = options.temperature
+    if options.top_p is not None:
+        request["top_p"] = options.top_p
     if options.max_output_tokens is not None:
         request["max_tokens"] = options.max_output_tokens
     try:

@@ -110,6 +110,7 @@ class ResponseCreate(Model):
     metadata: dict[str, str] | None = None
     stream: bool = False
     temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] | None = None
+    top_p: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
     max_output_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
 
@@ -157,10 +158,10 @@ class MessagesCreate(Model):
     tools: Annotated[list[JSONObject], msgspec.Meta(max_length=128)] = []
     tool_choice: JSONObject | None = None
     temperature: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
-    top_p: float | None = None
+    top_p: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
     top_k: int | None = None
     stop_sequences: list[str] | None = None
-    metadata: JSONObject | None = None
+    metadata: dict[str, str] | None = None  # Anthropic's `{"user_id": …}`: kept on the response, as on /responses
     stream: bool = False
     thread_id: str | None = None
     user: str | None = None

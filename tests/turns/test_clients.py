@@ -93,6 +93,42 @@ def test_trn_9_tool_use_round_trip_and_header_conflicts(live_api: str, org: Org,
     assert [i["type"] for i in kept] == ["message", "function_call", "function_call_output", "message"]
 
 
+def test_trn_9_a_tool_result_with_words_reaches_the_model_right_after_its_call(live_api: str, org: Org,
+                                                                              scripted: Any) -> None:
+    tool = {"name": "get_weather", "description": "Weather", "input_schema": {"type": "object"}}
+    scripted.reply(tool_calls=[("get_weather", {"city": "Delft"})]).reply("Rainy, take a coat.")
+    first = _messages(live_api, org, {"messages": [{"role": "user", "content": "Weather?"}], "tools": [tool]})
+    use = first.json()["content"][0]
+    thread_id = first.headers["x-core-thread-id"]
+    # Anthropic's shape: the tool result first, then the person's words, in one user message.
+    both = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use["id"], "content": "rain"},
+                                        {"type": "text", "text": "Do I need a coat?"}]}
+    second = _messages(live_api, org, {"messages": [both], "tools": [tool]}, **{"X-Core-Thread-Id": thread_id})
+    assert second.status_code == 200, second.text
+    sent = scripted.messages(1)
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[2]["tool_call_id"] == use["id"] and sent[3]["content"] == "Do I need a coat?"
+    with httpx.Client(base_url=live_api) as http:
+        kept = items(http, anna(org), thread_id)
+    assert [i["type"] for i in kept] == ["message", "function_call", "function_call_output", "message", "message"]
+
+
+def test_trn_9_sampling_fields_reach_the_model_and_fields_without_a_counterpart_are_refused(
+        live_api: str, org: Org, scripted: Any) -> None:
+    scripted.reply("Hoi.")
+    hello = [{"role": "user", "content": "Hoi"}]
+    answer = _messages(live_api, org, {"messages": hello, "top_p": 0.5, "tool_choice": {"type": "auto"},
+                                       "metadata": {"user_id": "u-42"}})
+    assert answer.status_code == 200, answer.text
+    assert scripted.last["top_p"] == 0.5
+    read = httpx.get(f"{live_api}/responses/{answer.json()['id']}", headers=anna(org), timeout=10).json()
+    assert read["metadata"] == {"user_id": "u-42"}
+    calls = len(scripted.requests)
+    for field, value in (("top_k", 5), ("stop_sequences", ["END"]), ("tool_choice", {"type": "any"})):
+        assert_error(_messages(live_api, org, {"messages": hello, field: value}), 422, param=field)
+    assert len(scripted.requests) == calls  # refused before any model call
+
+
 def test_trn_11_a_failed_turn_on_messages_is_an_error_naming_the_kept_response(live_api: str, org: Org,
                                                                                scripted: Any) -> None:
     scripted.malformed()

@@ -60,7 +60,13 @@ def _items(index: int, message: dict[str, Any]) -> list[dict[str, Any]]:
             raise ValidationFailed(f"Content blocks of type {kind!r} are not taken in a {role} message.",
                                    param=f"messages[{index}].content[{j}]")
     if parts:
-        items.insert(0, {"type": "message", "role": role, "content": parts})
+        # The assistant's words come before its tool calls. A person's tool results come before her words: each
+        # result must follow its call directly, or servers refuse the conversation (Anthropic asks the same order).
+        message = {"type": "message", "role": role, "content": parts}
+        if role == "assistant":
+            items.insert(0, message)
+        else:
+            items.append(message)
     return items
 
 
@@ -77,11 +83,29 @@ def _tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return converted
 
 
-def as_turn(body: MessagesCreate, header_thread: str | None) -> dict[str, Any]:
-    """The POST /responses body this request means (validated by the caller as a ResponseCreate)."""
+# Anthropic fields an OpenAI-compatible chat server has no counterpart for (or that the tool loop cannot honour
+# round after round): refused by name rather than accepted and dropped.
+_NOT_OFFERED = {
+    "top_k": "OpenAI-compatible model servers take no `top_k`; use `temperature` or `top_p`.",
+    "stop_sequences": "stop sequences are not offered yet; the answer ends where the model ends it.",
+}
+
+
+def _refuse_what_is_not_offered(body: MessagesCreate) -> None:
     if body.working_state_from is not None:
         raise ValidationFailed("POST /messages does not take `working_state_from` yet; start the thread with "
                                "POST /threads or POST /responses.", param="working_state_from")
+    for name, why in _NOT_OFFERED.items():
+        if getattr(body, name) is not None:
+            raise ValidationFailed(f"POST /messages does not take `{name}`: {why}", param=name)
+    if body.tool_choice is not None and body.tool_choice != {"type": "auto"}:
+        raise ValidationFailed("Only `tool_choice: {\"type\": \"auto\"}` (the default) is offered: the model "
+                               "chooses whether to call a tool.", param="tool_choice")
+
+
+def as_turn(body: MessagesCreate, header_thread: str | None) -> dict[str, Any]:
+    """The POST /responses body this request means (validated by the caller as a ResponseCreate)."""
+    _refuse_what_is_not_offered(body)
     if header_thread is not None and body.thread_id is not None and header_thread != body.thread_id:
         raise BadRequest("The X-Core-Thread-Id header and `thread_id` name different threads.", param="thread_id",
                          code="conflicting_thread_fields")
@@ -89,7 +113,8 @@ def as_turn(body: MessagesCreate, header_thread: str | None) -> dict[str, Any]:
     turn: dict[str, Any] = {"input": items, "model": body.model, "agent_id": body.agent_id, "store": body.store,
                             "tools": _tools(body.tools), "thread_id": header_thread or body.thread_id,
                             "user": body.user, "timezone": body.timezone, "stream": body.stream,
-                            "temperature": body.temperature, "max_output_tokens": body.max_tokens}
+                            "temperature": body.temperature, "top_p": body.top_p, "max_output_tokens": body.max_tokens,
+                            "metadata": body.metadata}
     system = _text(body.system) if body.system is not None else None
     if system:
         turn["instructions"] = system

@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 def options(turn: Turn) -> CallOptions:
     settings = turn.ctx.settings
     return CallOptions(timeout_seconds=settings.model_timeout_seconds, max_retries=settings.model_max_retries,
-                       temperature=turn.body.temperature, max_output_tokens=turn.body.max_output_tokens)
+                       temperature=turn.body.temperature, top_p=turn.body.top_p,
+                       max_output_tokens=turn.body.max_output_tokens)
 
 
 def message_item(text: str) -> dict[str, Any]:
