@@ -111,6 +111,19 @@ def test_mem_13_hashing_index_blends_vectors_into_search(mem: Mem, client: Any, 
                               headers=mem.bob())) == []
 
 
+def test_mem_13_a_record_found_by_its_vector_obeys_phrases_and_exclusions(mem: Mem, client: Any) -> None:
+    index_id = make_index(mem.org, {"provider": "hashing", "model": "feature-hash", "dimensions": 384})
+    butter = mem.write(mem.anna(), "Likes peanut butter sandwiches", index_id=index_id)
+    office = mem.write(mem.anna(), "Eats peanut sandwiches at the office", index_id=index_id)
+    # By their vectors alone both are near "peanut butter sandwiches"; the operators still decide.
+    assert set(search_ids(mem, client, "peanut butter sandwiches", index_id)) == {butter["id"], office["id"]}
+    assert search_ids(mem, client, "peanut sandwiches -butter", index_id) == [office["id"]]
+    assert search_ids(mem, client, "sandwiches -sandwiches", index_id) == []
+    assert search_ids(mem, client, '"office" peanut butter sandwiches', index_id) == [office["id"]]
+    assert set(search_ids(mem, client, '"at the office" or "peanut butter" sandwiches', index_id)) == \
+        {butter["id"], office["id"]}
+
+
 def search_plan(mem: Mem, client: Any, db: Any, monkeypatch: pytest.MonkeyPatch, index_id: str, q: str,
                 headers: dict[str, str], *, sorts: bool = True) -> list[str]:
     """The plan of the search statement a request ran, EXPLAINed as the application role under row-level

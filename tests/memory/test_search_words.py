@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.domains.memory.question import Question, parse
+from backend.domains.memory.question import Question, Term, parse
+from tests.helpers import assert_error
 from tests.memory.conftest import Mem
 
 
@@ -18,12 +19,14 @@ def search(mem: Mem, client: Any, q: str, headers: dict[str, str] | None = None)
 def test_mem_13_question_parts() -> None:
     assert parse('Which foods could make her ill?') == Question(("which", "foods", "could", "make", "her", "ill"))
     assert parse('"peanut butter" jam -"strawberry jam" -sugar') == Question(
-        ("jam",), (("peanut butter",),), ("strawberry jam", "sugar"))
-    # `or` joins a phrase with what stands beside it: the record needs one of them (web-search meaning).
+        ("jam",), ((Term("peanut butter"),),), ("strawberry jam", "sugar"))
+    # `or` joins terms into alternatives the record needs one of (web-search meaning): a phrase with what stands
+    # beside it, an exclusion too (`kitchen or -butter`: kitchen, or no butter).
     assert parse('"peanut butter" or jam "on toast"') == Question(
-        ("jam",), (("peanut butter", "jam"), ("on toast",)))
+        ("jam",), ((Term("peanut butter"), Term("jam")), (Term("on toast"),)))
     assert parse('nuts or "peanut butter" or "pinda kaas" bread').required == \
-        (("nuts", "peanut butter", "pinda kaas"),)
+        ((Term("nuts"), Term("peanut butter"), Term("pinda kaas")),)
+    assert parse('kitchen or -butter') == Question(("kitchen",), ((Term("kitchen"), Term("butter", True)),))
     assert parse('jam or nuts').required == ()  # plain words are alternatives already
     assert parse('  -  "" or OR ').empty
     assert parse('pinda-allergie').words == ("pinda-allergie",)
@@ -32,6 +35,17 @@ def test_mem_13_question_parts() -> None:
     assert parse('Which foods could make her ill?').for_embedding() == "Which foods could make her ill?"
     assert parse('Is she allergic to "Peanut butter" -jam or OR nuts?').for_embedding() == \
         "Is she allergic to Peanut butter nuts?"
+
+
+def test_mem_13_more_operators_than_a_question_takes_are_refused_not_cut(mem: Mem, client: Any) -> None:
+    fine = " ".join(f"-w{n}" for n in range(8))
+    assert client.get("/memory/search", params={"q": f"tea {fine}", "index_id": mem.index_id},
+                      headers=mem.anna()).status_code == 200
+    for q in (f"tea {fine} -w8", " ".join(f'"p{n} q"' for n in range(9)), " or ".join(f'"p{n} q"' for n in range(9))):
+        assert_error(client.get("/memory/search", params={"q": q, "index_id": mem.index_id}, headers=mem.anna()),
+                     422, param="q")
+    called = client.post(mem.tool("search"), json={"arguments": {"query": f"tea {fine} -w8"}}, headers=mem.anna())
+    assert_error(called, 422, param="arguments.query")
 
 
 def test_mem_13_a_plain_question_finds_records_by_stems_without_stop_words(mem: Mem, client: Any) -> None:
@@ -81,6 +95,9 @@ def test_mem_13_web_search_operators_keep_their_meaning(mem: Mem, client: Any) -
     assert set(search(mem, client, '"peanut butter" or "strawberry jam"')) == {butter["id"], jam["id"]}
     assert set(search(mem, client, '"strawberry jam" or cookies')) == {jam["id"], peanuts["id"]}
     assert set(search(mem, client, '"strawberry jam" or cookies "on toast"')) == {jam["id"]}
+    # An exclusion joined by `or` is an alternative too: on toast, or without peanut butter.
+    assert set(search(mem, client, '"on toast" or -"peanut butter"')) == {butter["id"], jam["id"], peanuts["id"]}
+    assert set(search(mem, client, 'cookies or -toast')) == {peanuts["id"]}
 
 
 def test_mem_6_list_filter_q_matches_every_word_by_stem(mem: Mem, client: Any) -> None:

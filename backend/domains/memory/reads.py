@@ -171,14 +171,14 @@ async def count_recalls(ctx: RequestContext, ids: Sequence[str]) -> None:
 
 
 async def search(ctx: RequestContext, f: MemoryQuery, limit: int, *, key_id: str | None = None,
-                 route: str = "GET /memory/search") -> list[dict[str, Any]]:
+                 route: str = "GET /memory/search", q_param: str = "q") -> list[dict[str, Any]]:
     """MEM-13: the question's words (plain words as ranked alternatives, with stems and without stop words;
     web-search operators) fused with vector similarity in every index that embeds."""
     if not f.q:
         raise ValidationFailed("Give the question in `q`.", param="q")
     in_force_only(f, route)
     index = await check_filters(ctx, f)
-    question = parse(f.q)
+    question = parse(f.q, param=q_param)
     vectors = await query_vectors(ctx.db, ctx.scope, index, question)
     rows = await search_repository.search(ctx.db, ctx.scope, await decay.half_lives_for(ctx, key_id),
                              msgspec.structs.replace(f, q=None), question, vectors, limit)

@@ -148,6 +148,17 @@ _BEAM = text(
 ).bindparams(bindparam("indexes", type_=ARRAY(Text)))
 
 
+def _constraints(question: Question) -> list[Any]:
+    """What every hit must satisfy, whether found by its words or by its vector: the required groups (one term of
+    each: `"phrases"`, and terms joined to them by `or`) and the exclusions."""
+    def term(i: int, j: int, negated: bool) -> Any:
+        query = phrase_query(bindparam(f"q_p{i}_{j}", type_=Text))
+        return none_of(query) if negated else query
+
+    groups = [any_of([term(i, j, t.negated) for j, t in enumerate(group)]) for i, group in enumerate(question.required)]
+    return groups + [none_of(phrase_query(bindparam(f"q_x{i}", type_=Text))) for i in range(len(question.excluded))]
+
+
 def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | None:
     """Up to `candidates` records by their words (MEM-13), with their rank.
 
@@ -157,11 +168,9 @@ def _text_hits(where: list[ColumnElement[bool]], question: Question) -> Any | No
     `candidates` by share then score 0.9 × share + 0.1 × their proximity rank (`ts_rank_cd`). Phrases must match
     and exclusions must not. The words travel as one array, so the statement is the same for any number of them.
     """
-    required = [any_of([phrase_query(bindparam(f"q_p{i}_{j}", type_=Text)) for j in range(len(group))])
-                for i, group in enumerate(question.required)]
-    if not required and question.words:
-        required = [tsquery(bindparam("q_any", type_=Text))]
-    required += [none_of(phrase_query(bindparam(f"q_x{i}", type_=Text))) for i in range(len(question.excluded))]
+    required = _constraints(question)
+    if not question.required and question.words:
+        required.append(tsquery(bindparam("q_any", type_=Text)))
     if not required:
         return None
     match = all_of(required)
@@ -206,7 +215,10 @@ def _statement(scope: Scope, half_lives: Mapping[str, float], found: list[Filter
         text_hits = by_words.subquery("text_hits")
         hits = select(text_hits.c.id, text_hits.c.text_score.label("score")).subquery("hits")
     else:
-        nearest = [_nearest(where, n, d, _reach(scope, many_own)).subquery() for n, d in enumerate(dims)]
+        # A record found by its vector obeys the question's phrases and exclusions too (web-search meaning).
+        constraints = _constraints(question)
+        vector_where = [*where, R.c.search.op("@@")(all_of(constraints))] if constraints else where
+        nearest = [_nearest(vector_where, n, d, _reach(scope, many_own)).subquery() for n, d in enumerate(dims)]
         vec_hits = (nearest[0] if len(nearest) == 1 else
                     union_all(*[select(n) for n in nearest]).subquery()).alias("vec_hits")
         similarity = func.greatest(func.coalesce(vec_hits.c.similarity, 0), 0)
@@ -275,7 +287,7 @@ async def search(db: AsyncSession, scope: Scope, half_lives: Mapping[str, float]
     params: dict[str, Any] = {**scope_params(scope), "limit": limit, "candidates": candidates,
                               "q_any": " or ".join(question.words), "q_words": list(question.words),
                               "vector_owner": scope.subject_id}
-    params.update({f"q_p{i}_{j}": p for i, group in enumerate(question.required) for j, p in enumerate(group)})
+    params.update({f"q_p{i}_{j}": t.text for i, group in enumerate(question.required) for j, t in enumerate(group)})
     params.update({f"q_x{i}": x for i, x in enumerate(question.excluded)})
     for entry in found:
         params.update(entry.params)

@@ -157,7 +157,8 @@ async def run_search(ctx: RequestContext, index: Mapping[str, Any], arguments: M
     f = MemoryQuery(index_id=index["id"], type=list(arguments.get("types") or []), q=str(arguments["query"]),
                     after=_instant(arguments.get("after"), "arguments.after"),
                     before=_instant(arguments.get("before"), "arguments.before"))
-    rows = await reads.search(ctx, f, int(arguments.get("limit", SEARCH_LIMIT)), route=route)
+    rows = await reads.search(ctx, f, int(arguments.get("limit", SEARCH_LIMIT)), route=route,
+                              q_param="arguments.query")
     await reads.count_recalls(ctx, [row["id"] for row in rows])
     content = "\n".join(search_line(row) for row in rows)
     if "trust_envelope" in ctx.principal.capabilities:
