@@ -49,9 +49,12 @@ class MemoryQuery(Model):
 
 
 class Commitment(Model):
-    status: Literal["open", "done", "cancelled"] = "open"
-    due_at: Instant | None = None
-    promised_to: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | None = None
+    """A commitment's part (MEM-14). Unsent fields are UNSET: a new commitment takes `open`, no due time and nobody
+    for them; a PATCH or key upsert keeps the stored values (an explicit null clears `due_at` or `promised_to`)."""
+
+    status: Literal["open", "done", "cancelled"] | UnsetType = UNSET
+    due_at: Instant | UnsetType | None = UNSET
+    promised_to: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | UnsetType | None = UNSET
 
 
 class MemoryFields(Model):

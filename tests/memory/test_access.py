@@ -197,6 +197,20 @@ def test_plt_2_every_administrator_read_is_audited(mem: Mem, world: dict[str, An
     assert after == len(rows)
 
 
+def test_plt_12_a_tag_filter_is_audited_only_as_used(mem: Mem, client: Any, db: Any) -> None:
+    """Tags are record content and may name a person: an administrator's read keeps only that it filtered by tag."""
+    before = db.execute("SELECT coalesce(max(seq), 0) FROM audit_events WHERE org_id = %s",
+                        (mem.org.org_id,)).fetchone()[0]
+    client.get("/memory", params={"index_id": mem.index_id, "tag": "diagnosis-annavdberg"}, headers=mem.admin)
+    by_tag = client.get("/memory/by-tag", params={"tag": "diagnosis-annavdberg", "index_id": mem.index_id},
+                        headers=mem.admin)
+    assert by_tag.status_code == 200, by_tag.text
+    rows = db.execute("SELECT detail FROM audit_events WHERE org_id = %s AND seq > %s ORDER BY seq",
+                      (mem.org.org_id, before)).fetchall()
+    assert [row[0]["filters"]["tag"] for row in rows] == [True, True]
+    assert "annavdberg" not in json.dumps([row[0] for row in rows])
+
+
 def test_plt_10_an_index_the_policy_does_not_name_is_absent(mem: Mem, client: Any) -> None:
     hidden_index = make_index(mem.org)
     hidden = mem.write(mem.nobody, "in the hidden index", index_id=hidden_index)

@@ -391,6 +391,119 @@ def test_mem_14_commitments(mem: Mem, client: Any) -> None:
                               headers=mem.anna()), 422, param="commitment.status")
 
 
+def _commitment(mem: Mem, client: Any, **part: Any) -> dict[str, Any]:
+    body = {"index_id": mem.index_id, "type": "commitment", "text": "Calls the bank back on Thursday.",
+            "commitment": {"due_at": "2026-12-10T09:00:00+01:00", "promised_to": "the bank", **part}}
+    response = client.post("/memory", json=body, headers=mem.anna())
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+def test_mem_7_14_patch_of_a_commitment_changes_only_the_fields_sent(mem: Mem, client: Any) -> None:
+    promise = _commitment(mem, client)
+
+    def patched(part: Any) -> dict[str, Any]:
+        response = client.patch(f"/memory/{promise['id']}", json={"commitment": part}, headers=mem.anna())
+        assert response.status_code == 200, response.text
+        return dict(response.json()["commitment"])
+
+    # Marking it done keeps when it was due and to whom it was promised.
+    assert patched({"status": "done"}) == {"status": "done", "due_at": "2026-12-10T08:00:00Z",
+                                           "promised_to": "the bank"}
+    # A new due time on a done commitment does not reopen it (MEM-14 injects open ones only).
+    assert patched({"due_at": "2026-12-11T09:00:00Z"}) == {"status": "done", "due_at": "2026-12-11T09:00:00Z",
+                                                           "promised_to": "the bank"}
+    # An explicit null clears that field only; an empty part changes nothing.
+    assert patched({"promised_to": None}) == {"status": "done", "due_at": "2026-12-11T09:00:00Z",
+                                              "promised_to": None}
+    assert patched({}) == {"status": "done", "due_at": "2026-12-11T09:00:00Z", "promised_to": None}
+    assert patched({"status": "open", "due_at": None}) == {"status": "open", "due_at": None, "promised_to": None}
+    # A PATCH without `commitment` leaves the part alone.
+    _ = patched({"promised_to": "the bank"})
+    other = client.patch(f"/memory/{promise['id']}", json={"priority": "high"}, headers=mem.anna())
+    assert other.json()["commitment"] == {"status": "open", "due_at": None, "promised_to": "the bank"}
+
+
+def test_mem_7_14_a_commitment_keeps_its_part_so_null_is_422(mem: Mem, client: Any) -> None:
+    promise = _commitment(mem, client, status="done")
+    assert_error(client.patch(f"/memory/{promise['id']}", json={"commitment": None}, headers=mem.anna()), 422,
+                 param="commitment")
+    assert_error(client.patch(f"/memory/{promise['id']}", json={"commitment": {"status": None}},
+                              headers=mem.anna()), 422, param="commitment.status")
+    stored = client.get(f"/memory/{promise['id']}", headers=mem.anna()).json()
+    assert stored["commitment"] == {"status": "done", "due_at": "2026-12-10T08:00:00Z", "promised_to": "the bank"}
+    assert stored["version"] == 1
+    # A record of another type has no part: null there changes nothing, a part is 422 as before.
+    fact = mem.write(mem.anna(), "Banks with ING.")
+    assert client.patch(f"/memory/{fact['id']}", json={"commitment": None},
+                        headers=mem.anna()).json()["commitment"] is None
+    assert_error(client.patch(f"/memory/{fact['id']}", json={"commitment": {"status": "done"}},
+                              headers=mem.anna()), 422, param="commitment")
+
+
+def test_mem_4_14_key_upsert_of_a_commitment_changes_only_the_fields_sent(mem: Mem, client: Any) -> None:
+    def upsert(headers: dict[str, str], **fields: Any) -> Any:
+        return client.post("/memory", json={"index_id": mem.index_id, "type": "commitment", "key": "bank-call",
+                                            "text": "Calls the bank back.", **fields}, headers=headers)
+
+    created = upsert(mem.anna(), commitment={"due_at": "2026-12-10T08:00:00Z", "promised_to": "the bank"})
+    assert created.status_code == 201, created.text
+    assert created.json()["commitment"] == {"status": "open", "due_at": "2026-12-10T08:00:00Z",
+                                            "promised_to": "the bank"}
+    done = upsert(mem.anna(), commitment={"status": "done"})
+    assert done.status_code == 200, done.text
+    assert done.json()["commitment"] == {"status": "done", "due_at": "2026-12-10T08:00:00Z",
+                                         "promised_to": "the bank"}
+    moved = upsert(mem.anna(), commitment={"due_at": "2026-12-11T08:00:00Z"})
+    assert moved.json()["commitment"]["status"] == "done"
+    kept = upsert(mem.anna())  # no `commitment` at all: the stored part stays
+    assert kept.json()["commitment"] == {"status": "done", "due_at": "2026-12-11T08:00:00Z",
+                                         "promised_to": "the bank"}
+    assert_error(upsert(mem.anna(), commitment=None), 422, param="commitment")
+    batch = client.post("/memory/batch", json={"records": [
+        {"index_id": mem.index_id, "type": "commitment", "key": "bank-call", "text": "Calls the bank back.",
+         "commitment": None}]}, headers=mem.anna())
+    assert_error(batch, 422, param="records[0].commitment")
+    # A new keyed commitment sent with null gets the defaults, as any new commitment does.
+    fresh = upsert(mem.bob(), commitment=None)
+    assert fresh.status_code == 201 and fresh.json()["commitment"] == {"status": "open", "due_at": None,
+                                                                       "promised_to": None}
+
+
+def _contest(db: Any, first: str, second: str) -> None:
+    """Mark two records contested as maintenance's contested marking does (EXT-16): each names the other, with a
+    history version whose partner is the other record."""
+    for record_id, partner in ((first, second), (second, first)):
+        db.execute("UPDATE memory_records SET contested = true, contested_with = %s, version = version + 1 "
+                   "WHERE id = %s", (partner, record_id))
+        db.execute("INSERT INTO memory_versions (org_id, record_id, version, at, action, actor_type, actor_id, "
+                   "partner_id, text, metadata, labels, confidence, tags, priority, expires_at, status, verified, "
+                   "commitment) SELECT org_id, id, version, clock_timestamp(), 'updated', 'system', 'maintenance', "
+                   "%s, text, metadata, labels, confidence, tags, priority, expires_at, status, verified, commitment "
+                   "FROM memory_records WHERE id = %s", (partner, record_id))
+
+
+def test_mem_16_17_history_partners_are_named_to_readers_who_may_see_them(mem: Mem, client: Any, db: Any) -> None:
+    mine = mem.write(mem.anna(), "The office is in Delft.")["id"]
+    shared = mem.write(mem.nobody, "The office is in Utrecht.")["id"]
+    _contest(db, mine, shared)
+
+    def partners(record_id: str, headers: dict[str, str]) -> list[str | None]:
+        response = client.get(f"/memory/{record_id}/history", headers=headers)
+        assert response.status_code == 200, response.text
+        return [v["partner_id"] for v in response.json()["versions"]]
+
+    # Anna sees the shared partner on her record, so its history names it too; so do administrators.
+    assert client.get(f"/memory/{mine}", headers=mem.anna()).json()["contested_with"] == shared
+    assert partners(mine, mem.anna()) == [None, shared]
+    assert partners(mine, mem.admin) == [None, shared]
+    assert partners(shared, mem.anna()) == [None, mine]
+    # Bob sees the shared record but not Anna's: its partner is hidden from him, on the record and in history.
+    assert client.get(f"/memory/{shared}", headers=mem.bob()).json()["contested_with"] is None
+    assert partners(shared, mem.bob()) == [None, None]
+    assert partners(shared, mem.admin) == [None, mine]
+
+
 def test_mem_17_history_lists_versions_confirmations_and_partners(mem: Mem, client: Any) -> None:
     import json
 

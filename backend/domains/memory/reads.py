@@ -30,7 +30,8 @@ def describe_filters(ctx: RequestContext, f: MemoryQuery, **extra: Any) -> dict[
         "subject_hash": subject_hash(ctx.settings.secret, ctx.org_id, f.subject) if f.subject else None,
         "shared": f.shared or None,
         "metadata": [k for k, _ in pairs(f.metadata, "metadata")] or None,
-        "label": [k for k, _ in pairs(f.label, "label")] or None, "tag": f.tag or None,
+        # Tags are record content and may name a person (PLT-12): only that the read filtered by one is kept.
+        "label": [k for k, _ in pairs(f.label, "label")] or None, "tag": True if f.tag else None,
         "min_confidence": f.min_confidence,
         "after": f.after.isoformat() if f.after else None, "before": f.before.isoformat() if f.before else None,
         "include_expired": f.include_expired or None, "include_replaced": f.include_replaced or None,
@@ -108,21 +109,15 @@ async def stats(ctx: RequestContext, f: MemoryQuery, key_id: str | None = None) 
 async def history(ctx: RequestContext, record_id: str) -> dict[str, Any]:
     lives = await decay.half_lives_for(ctx)
     current = await reachable_record(ctx, record_id, half_lives=lives)
-    versions = await repo.versions(ctx.db, ctx.org_id, record_id)
+    # Each version names its partner only when the reader may see it, decided in SQL (MEM-16, MEM-17).
+    versions = await repo.versions(ctx.db, ctx.scope, record_id)
     partners: dict[str, dict[str, Any] | None] = {}
     for name in ("replaces", "replaced_by"):
         partner_id = current[name]
         partners[name] = await repo.get(ctx.db, ctx.scope, lives, partner_id) if partner_id else None
-    # A history version may name a partner the reader cannot see; it is hidden like the record's own link.
     visible_partners = {p["id"] for p in partners.values() if p}
-    docs = []
-    for v in versions:
-        doc = version_document(v)
-        if doc["partner_id"] is not None and doc["partner_id"] not in visible_partners:
-            doc["partner_id"] = None
-        docs.append(doc)
     await audit_read(ctx, "GET /memory/{id}/history", [record_id, *sorted(visible_partners)])
-    return {"id": record_id, "versions": docs,
+    return {"id": record_id, "versions": [version_document(v) for v in versions],
             "replaces": document(partners["replaces"]) if partners["replaces"] else None,
             "replaced_by": document(partners["replaced_by"]) if partners["replaced_by"] else None}
 

@@ -20,6 +20,7 @@ from sqlalchemy import (
     case,
     cast,
     delete,
+    exists,
     func,
     insert,
     literal,
@@ -198,8 +199,17 @@ async def add_recalls(db: AsyncSession, org_id: str, counts: Mapping[str, int]) 
     await db.execute(_ADD_RECALLS, {"org_id": org_id, "ids": ids, "ns": [counts[i] for i in ids]})
 
 
-async def versions(db: AsyncSession, org_id: str, record_id: str) -> list[dict[str, Any]]:
-    query = select(V).where(V.c.org_id == org_id, V.c.record_id == record_id).order_by(V.c.version)
+def _seen_partner(scope: Scope) -> ColumnElement[Any]:
+    """A version's partner only when the reader may see it: the check `record_columns` makes for a record's own
+    partners (MEM-16, MEM-17), so a contest partner shows in history wherever it shows on the record."""
+    seen = exists().where(R.c.id == V.c.partner_id, *readable(scope)).correlate(V)
+    return case((V.c.partner_id.is_(None), None), (seen, V.c.partner_id), else_=None)
+
+
+async def versions(db: AsyncSession, scope: Scope, record_id: str) -> list[dict[str, Any]]:
+    columns = [c for c in V.c if c.name != "partner_id"]
+    query = (select(*columns, _seen_partner(scope).label("partner_id"))
+             .where(V.c.org_id == scope.org_id, V.c.record_id == record_id).order_by(V.c.version))
     return _rows(await db.execute(query))
 
 
@@ -275,7 +285,7 @@ async def insert_fresh(db: AsyncSession, values: Mapping[str, Any], *, actor_typ
 async def find_by_key(db: AsyncSession, org_id: str, index_id: str, subject: str | None, type_: str,
                       key: str) -> dict[str, Any] | None:
     owner = R.c.subject.is_(None) if subject is None else R.c.subject == subject
-    query = (select(R.c.id, R.c.subject, R.c.labels)
+    query = (select(R.c.id, R.c.subject, R.c.labels, R.c.commitment)
              .where(R.c.org_id == org_id, R.c.index_id == index_id, owner, R.c.type == type_, R.c.key == key)
              .with_for_update())
     rows = _rows(await db.execute(query))

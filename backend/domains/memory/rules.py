@@ -122,14 +122,41 @@ def check_type(type_name: str, param: str) -> str:
     return type_name
 
 
+NEW_COMMITMENT: dict[str, Any] = {"status": "open", "due_at": None, "promised_to": None}
+
+
+def _sent_fields(commitment: Commitment) -> dict[str, Any]:
+    """The fields of a commitment part the client sent; `due_at` in UTC with `Z`, the form INJ-13 indexes."""
+    sent = {name: getattr(commitment, name) for name in NEW_COMMITMENT
+            if getattr(commitment, name) is not msgspec.UNSET}
+    if sent.get("due_at") is not None:
+        sent["due_at"] = sent["due_at"].astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return sent
+
+
 def commitment_part(type_name: str, commitment: Commitment | msgspec.UnsetType | None,
                     param: str) -> dict[str, Any] | None:
+    """A new record's part: a commitment always has one, what is not sent taking `NEW_COMMITMENT`'s values."""
     if commitment is msgspec.UNSET or commitment is None:
-        return {"status": "open", "due_at": None, "promised_to": None} if type_name == "commitment" else None
+        return dict(NEW_COMMITMENT) if type_name == "commitment" else None
     if type_name != "commitment":
         raise ValidationFailed("`commitment` belongs to records of type `commitment` only.", param=param)
-    due_at = commitment.due_at.astimezone(UTC).isoformat().replace("+00:00", "Z") if commitment.due_at else None
-    return {"status": commitment.status, "due_at": due_at, "promised_to": commitment.promised_to}
+    return {**NEW_COMMITMENT, **_sent_fields(commitment)}
+
+
+def changed_commitment(type_name: str, stored: Mapping[str, Any] | None,
+                       commitment: Commitment | msgspec.UnsetType | None, param: str) -> dict[str, Any] | None:
+    """The part of a record a PATCH or a key upsert changes (MEM-7, MEM-4): only the fields sent replace the stored
+    ones, so marking a commitment done keeps its due time and a new due time does not reopen it (MEM-14)."""
+    if commitment is msgspec.UNSET:
+        return dict(stored) if stored is not None else None
+    if type_name != "commitment":
+        return commitment_part(type_name, commitment, param)  # null: still no part; a part: 422
+    if commitment is None:
+        raise ValidationFailed("A commitment keeps its `commitment` part: send only the fields to change "
+                               '(`{"status": "done"}`), or null inside it to clear `due_at` or `promised_to`.',
+                               param=param)
+    return {**NEW_COMMITMENT, **(stored or {}), **_sent_fields(commitment)}
 
 
 def store_types(index: Mapping[str, Any]) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ from backend.domains.memory import decay
 from backend.domains.memory import repository as repo
 from backend.domains.memory.rules import (
     DEFAULT_CONFIDENCE,
+    changed_commitment,
     check_change,
     check_metadata,
     check_not_erased,
@@ -36,7 +37,7 @@ from backend.domains.memory.vectors import embed, model_of
 from backend.errors import Conflict, NotFound
 from backend.ids import new_id
 from backend.providers.embeddings import made_at_once
-from shared.schemas.memory import MemoryCreate, MemoryPatch
+from shared.schemas.memory import Commitment, MemoryCreate, MemoryPatch
 
 OPTIONAL_FIELDS = ("metadata", "labels", "confidence", "tags", "priority", "expires_at", "commitment")
 
@@ -53,6 +54,9 @@ class Draft:
     plans_kept: bool = False  # `prepare(lock=True)` let this transaction's key checks keep their plans
     # Written without its vector, which the caller has made after its commit (`embed_later`; PLT-13 allows it).
     embed_later: bool = False
+    # The commitment part as sent, for a key upsert to change only the fields sent (MEM-4), and where it was sent.
+    commitment_sent: Commitment | msgspec.UnsetType | None = msgspec.UNSET
+    prefix: str = ""
 
 
 def _source(ctx: RequestContext) -> str:
@@ -102,7 +106,8 @@ async def prepare(ctx: RequestContext, body: MemoryCreate, *, source: str, prefi
             raise NotFound(f"No index {body.index_id!r} is reachable with this credential.",
                            param=f"{prefix}index_id")
         cache[body.index_id] = found
-    return Draft(cache[body.index_id], values, given, locked=locked, plans_kept=lock)
+    return Draft(cache[body.index_id], values, given, locked=locked, plans_kept=lock,
+                 commitment_sent=body.commitment, prefix=prefix)
 
 
 async def write(ctx: RequestContext, items: list[Draft], *, started_at: datetime | None = None,
@@ -162,6 +167,9 @@ async def _upsert_keyed(ctx: RequestContext, item: Draft) -> tuple[str, bool]:
             # upsert is verified, anyone else's rewrite of the text is not.
             changes = {"text": v["text"], "norm_hash": v["norm_hash"], "source": v["source"], "verified": v["verified"]}
             changes.update({name: v[name] for name in item.given})
+            if "commitment" in item.given:
+                changes["commitment"] = changed_commitment(v["type"], existing["commitment"], item.commitment_sent,
+                                                           f"{item.prefix}commitment")
             if item.index.get("embedding"):
                 changes["embedding"] = item.vector
                 changes["embedding_model"] = model_of(item.index, item.vector)
@@ -277,7 +285,8 @@ async def patch(ctx: RequestContext, record_id: str, body: MemoryPatch) -> dict[
         changes["expires_at"] = body.expires_at
     current = await reachable_record(ctx, record_id, for_update=True)
     if body.commitment is not msgspec.UNSET:
-        changes["commitment"] = commitment_part(current["type"], body.commitment, "commitment")
+        changes["commitment"] = changed_commitment(current["type"], current["commitment"], body.commitment,
+                                                   "commitment")
     check_change(ctx, current, "write")
     check_write(ctx, current["subject"], changes.get("labels", current["labels"]), object_id=record_id,
                 detail={"index_id": current["index_id"], "type": current["type"]})
