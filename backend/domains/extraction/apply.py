@@ -11,7 +11,7 @@ import msgspec
 from backend.access.context import RequestContext
 from backend.domains.memory import decay, writes
 from backend.domains.memory import repository as memory_repo
-from backend.domains.memory.rules import check_change, check_not_erased
+from backend.domains.memory.rules import check_change, check_not_erased, check_write
 from backend.errors import NotFound, ValidationFailed
 from shared.schemas.memory import MemoryCreate
 
@@ -37,12 +37,15 @@ def _body(work: WindowWork, memory: Memory) -> MemoryCreate:
 
 
 async def confirm(ctx: RequestContext, record_id: str) -> None:
-    """The record the model names is confirmed: one more confirmation and a history version (EXT-10)."""
+    """The record the model names is confirmed: one more confirmation and a history version (EXT-10). A
+    confirmation changes the record, so it needs `memory_write` on the record as it is (PLT-8), like every write."""
     current = await memory_repo.get(ctx.db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key), record_id,
                                     for_update=True)
     if current is None:
         raise NotFound(f"The record {record_id!r} is not reachable for the switch's author.", param="target_id")
     check_change(ctx, current, "write")
+    check_write(ctx, current["subject"], current["labels"], object_id=record_id,
+                detail={"index_id": current["index_id"], "type": current["type"], "reason": "confirm"})
     await check_not_erased(ctx, [current["subject"]])
     await memory_repo.confirm(ctx.db, ctx.org_id, record_id)
     await memory_repo.snapshot_versions(ctx.db, ctx.org_id, [record_id], action="confirmed",

@@ -32,13 +32,14 @@ from backend.domains.models import repository as models_repo
 from backend.domains.models.service import spec_of
 from backend.domains.privacy.service import open_pseudonymizer
 from backend.domains.usage import repository as usage
-from backend.errors import ApiError, BadRequest, Conflict, Forbidden
+from backend.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound
 from backend.providers.chat import CallOptions, ChatAnswer, ModelError, ModelSpec, complete
 from backend.providers.pii import PiiUnavailable, Pseudonymizer
 
 JOB = "extraction"  # the usage rows' `job`
 RECORDS_SENT = 50  # the person's current records the model sees, newest first
 MAX_MODEL_ATTEMPTS = 5  # a window whose model call failed this often fails with the model's error code
+NO_CAPABILITIES = "The switch's author may not read threads or write memory: give its key `threads` and `memory`."
 SKIP = "skip"  # the window was parked, failed or forgotten while being read: go on to the next one
 
 
@@ -108,9 +109,9 @@ async def next_window(ctx: RequestContext, index_id: str, thread_id: str) -> Win
         return SKIP
     person = thread["subject"]
     author = await author_principal(ctx, switch, person)
-    if author is None or not {"threads", "memory"} <= author.capabilities:
-        await fail(ctx, window["id"], "permission_denied", "The switch's author may not read threads or write "
-                                                          "memory.")
+    refusal = NO_CAPABILITIES if author is None else author_refusal(ctx, author, index_id)
+    if author is None or refusal is not None:  # known before the model is asked: no tokens spent for nothing
+        await fail(ctx, window["id"], "permission_denied", refusal or NO_CAPABILITIES)
         return SKIP
     model = await models_repo.find(db, org_id, switch["model"])
     assert model is not None  # state_of checked it in this transaction
@@ -138,6 +139,17 @@ async def next_window(ctx: RequestContext, index_id: str, thread_id: str) -> Win
                       items[-1]["id"] if items else "", spec_of(model), tuple(messages),
                       prompt.schema(switch["types"], episodes=episodes, lessons=lessons),
                       tuple(switch["types"]), author, pz, tuple(sorted(people)), thread["now"], session, lessons)
+
+
+def author_refusal(ctx: RequestContext, author: Principal, index_id: str) -> str | None:
+    """Why the switch's author can no longer write this store's records (EXT-3, EXT-5), or None. What its policy
+    says of each record is judged when the record is written."""
+    if not {"threads", "memory"} <= author.capabilities:
+        return NO_CAPABILITIES
+    if not ctx.acting_as(author).management_scope.reaches_index(index_id):
+        return (f"The switch's author key's policy no longer reaches index {index_id!r}: add it to the policy's "
+                "`indexes`, or send the switch again with a key that reaches it.")
+    return None
 
 
 async def ask_model(work: WindowWork) -> ChatAnswer:
@@ -179,6 +191,10 @@ def _error_code(error: ApiError) -> str:
     if isinstance(error, Conflict) and error.code == "subject_erased":
         return "subject_erased"
     if isinstance(error, Forbidden | BadRequest):  # the policy, a capability, or a person the key must name
+        return "permission_denied"
+    if isinstance(error, NotFound):
+        # Every target_id was found among the person's current records before writing (store_window), so what
+        # the author cannot find now is out of its reach, not something the model made up.
         return "permission_denied"
     return "invalid_model_output"
 
