@@ -4,6 +4,8 @@ with `permission_denied`: a confirmation its `memory_write` rules refuse, an ind
 
 from __future__ import annotations
 
+import json
+
 from backend.access.policy import default_policy, writer_policy
 from tests.extraction.util import answer, conversation, get_switch, new, new_store, run_now, set_switch, windows
 from tests.helpers import bearer
@@ -91,3 +93,22 @@ def test_ext_3_a_record_the_author_cannot_see_is_permission_denied_not_invalid_o
     run_now(org, index_id)
     run_jobs()
     assert sorted(w[4] for w in windows(db, index_id)) == ["invalid_model_output", "permission_denied"]
+
+
+def test_plt_8_the_model_is_shown_only_records_the_author_may_see(client, org, db, scripted, run_jobs):
+    index_id = new_store(org)
+    _shared_record(org, index_id, "The office closes at six.")
+    secret = org.client.post("/memory", json={"index_id": index_id, "type": "fact", "text": "The vault code is 4321.",
+                                              "labels": {"secret": "yes"}}, headers=org.full)
+    assert secret.status_code == 201, secret.text
+    # The author may not see records labelled `secret`: their words never reach its model either.
+    policy = writer_policy()
+    policy["rules"].append({"id": "no-secrets", "effect": "deny", "kind": "memory_record",
+                            "match": {"labels": {"secret": "yes"}}})
+    _author(org, index_id, policy)
+    conversation(org, None, ("user", "When does the office close?"))
+    scripted.reply(answer())
+    run_now(org, index_id)
+    run_jobs()
+    prompt = json.dumps(scripted.requests[0]["messages"])
+    assert "The office closes at six." in prompt and "4321" not in prompt

@@ -117,7 +117,8 @@ async def next_window(ctx: RequestContext, index_id: str, thread_id: str) -> Win
     assert model is not None  # state_of checked it in this transaction
     items = await items_repo.items_between(db, org_id, thread_id, window["first_position"], window["last_position"])
     lines = [text for text in (prompt.line(item) for item in items) if text is not None]
-    records = await repo.current_records(db, org_id, index_id, person, switch["types"], RECORDS_SENT)
+    records = await repo.current_records(db, ctx.acting_as(author).scope, index_id, person, switch["types"],
+                                         RECORDS_SENT)
     pz = None
     if thread["pseudonymized"]:
         try:
@@ -146,9 +147,14 @@ def author_refusal(ctx: RequestContext, author: Principal, index_id: str) -> str
     says of each record is judged when the record is written."""
     if not {"threads", "memory"} <= author.capabilities:
         return NO_CAPABILITIES
-    if not ctx.acting_as(author).management_scope.reaches_index(index_id):
+    acting = ctx.acting_as(author)
+    if not acting.management_scope.reaches_index(index_id):
         return (f"The switch's author key's policy no longer reaches index {index_id!r}: add it to the policy's "
                 "`indexes`, or send the switch again with a key that reaches it.")
+    try:
+        acting.scope  # noqa: B018 - a policy requiring a person refuses a thread that names nobody
+    except ApiError as refused:
+        return refused.message
     return None
 
 

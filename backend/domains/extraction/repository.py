@@ -11,13 +11,14 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.access.scope import Scope
 from backend.db.models import Admin, ApiKey, KeyAudit, KnowledgeIndex, table_of
 from backend.db.models_agents import Agent
 from backend.db.models_extraction import ExtractionCursor, ExtractionRun, ExtractionSwitch, ExtractionWindow
 from backend.db.models_threads import Thread, ThreadItem
 from backend.db.models_turns import Response, UsageEvent
 from backend.db.tenant import every_org_id, use_org
-from backend.domains.memory.expressions import R, active_now
+from backend.domains.memory.expressions import R, active_now, readable
 
 SW = table_of(ExtractionSwitch)
 RUN = table_of(ExtractionRun)
@@ -350,12 +351,13 @@ async def pseudonymizing_keys(db: AsyncSession, org_id: str, thread_id: str) -> 
 
 # ---------------------------------------------------------------- the person's records (EXT-9)
 
-async def current_records(db: AsyncSession, org_id: str, index_id: str, subject: str | None, types: Sequence[str],
-                          limit: int) -> list[dict[str, Any]]:
-    """Her active records of the switch's types (shared ones for a thread naming nobody), newest first."""
+async def current_records(db: AsyncSession, author: Scope, index_id: str, subject: str | None,
+                          types: Sequence[str], limit: int) -> list[dict[str, Any]]:
+    """Her active records of the switch's types (shared ones for a thread naming nobody) that the switch's author
+    may see (its model reads them on its behalf), newest first."""
     owner = R.c.subject.is_(None) if subject is None else R.c.subject == subject
     query = (select(R.c.id, R.c.type, R.c.text)
-             .where(R.c.org_id == org_id, R.c.index_id == index_id, owner,
+             .where(R.c.org_id == author.org_id, *readable(author), R.c.index_id == index_id, owner,
                     R.c.type == func.any(literal(list(types), ARRAY(Text))), *active_now())
              .order_by(R.c.updated_at.desc()).limit(limit))
     return _rows(await db.execute(query))
