@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -121,3 +122,47 @@ def test_plt_12_a_person_is_named_only_by_a_keyed_hash(org, client, db, settings
 def test_plt_12_instants_without_offset_are_422(org, client):
     assert_error(client.get("/audit?from=2026-01-01T00:00:00", headers=org.admin), 422, param="from")
     assert client.get("/audit?from=2026-01-01T00:00:00Z", headers=org.admin).status_code == 200
+
+
+def _policy_naming_anna(*others: str) -> dict:
+    from backend.access.policy import default_policy
+
+    policy = default_policy()
+    policy["rules"].append({"id": "her-records", "effect": "permit", "kind": "memory_record", "actions": ["see"],
+                            "match": {"labels": {"subject": ["anna", *others]}}})
+    policy["settings"] = {"writable_labels": {"participants": {"values": ["anna", *others]}}}
+    return policy
+
+
+def test_plt_12_policy_changes_are_audited_without_the_people_they_name(org, client, db):
+    """Key lifecycle and organisation events describe a policy by its rules, indexes and a keyed digest, never by
+    the person ids in its label values; the digest tells two versions apart."""
+    first, second = _policy_naming_anna(), _policy_naming_anna("carla")
+    key = org.make_key(["knowledge"], policy=first)
+    changed = client.patch(f"/tenants/{org.org_id}/keys/{key['id']}", json={"policy": second}, headers=org.admin)
+    assert changed.status_code == 200, changed.text
+    manager = org.make_key(["knowledge", "management"], policy=second)
+    assert client.put("/key/policy", json=second, headers=bearer(manager["secret"])).status_code == 200
+    assert client.post(f"/tenants/{org.org_id}/keys/{key['id']}/revoke", headers=org.admin).status_code == 200
+    assert client.delete(f"/tenants/{org.org_id}/keys/{key['id']}", headers=org.admin).status_code == 204
+    for policy in (first, second):
+        response = client.patch(f"/tenants/{org.org_id}", json={"policy": policy}, headers=org.admin)
+        assert response.status_code == 200, response.text
+
+    events = client.get("/audit?limit=200", headers=org.admin).json()["data"]
+    actions = {e["action"] for e in events}
+    assert {"key.created", "key.changed", "key.revoked", "key.deleted", "org.updated"} <= actions
+    assert "anna" not in json.dumps([e["detail"] for e in events])
+    assert "anna" not in db.execute("SELECT string_agg(t::text, ' ') FROM audit_events t").fetchone()[0]
+
+    [patched] = [e for e in events if e["action"] == "key.changed" and e["object_id"] == key["id"]]
+    before, after = patched["detail"]["before"]["policy"], patched["detail"]["after"]["policy"]
+    assert [r["id"] for r in after["rules"]][-1] == "her-records" and after["indexes"] == ["*"]
+    assert after["rules"][-1] == {"id": "her-records", "effect": "permit", "kind": "memory_record"}
+    assert after["settings"] == ["writable_labels"]
+    assert before["digest"] != after["digest"] and len(after["digest"]) == 64
+    [own] = [e for e in events if e["action"] == "key.changed" and e["object_id"] == manager["id"]]
+    assert own["detail"]["before"]["policy"]["digest"] == after["digest"]  # the same document, the same digest
+    newest, oldest = [e["detail"]["changed"]["policy"] for e in events if e["action"] == "org.updated"]
+    assert (newest["before"]["digest"], newest["after"]["digest"]) == (before["digest"], after["digest"])
+    assert oldest["after"] == before

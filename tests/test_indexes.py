@@ -73,3 +73,26 @@ def test_plt_14_an_embedding_server_address_with_a_control_character_is_422_not_
                  422, param="embedding.base_url")
     good = {"provider": "openai_compatible", "model": "m", "dimensions": 8, "base_url": "http://127.0.0.1:9/v1"}
     assert client.post("/indexes", headers=org.full, json={"name": "y", "embedding": good}).status_code == 201
+
+
+def test_plt_10_a_key_limited_to_some_indexes_learns_no_other_index_name(org, client):
+    """Index names are unique across the organisation, so naming an index is for credentials that reach every
+    index: a key whose policy lists indexes gets the same 403 whether or not the name is taken elsewhere."""
+    mine = client.post("/indexes", headers=org.full, json={"name": "mine"}).json()
+    client.post("/indexes", headers=org.full, json={"name": "payroll-secret"})
+    policy = default_policy()
+    policy["indexes"] = [mine["id"]]
+    narrow = bearer(org.make_key(["knowledge"], policy=policy)["secret"])
+    answers = []
+    for name in ("payroll-secret", "never-used"):
+        answers.append(assert_error(client.post("/indexes", headers=narrow, json={"name": name}), 403,
+                                    "index_naming_needs_every_index", "name"))
+        answers.append(assert_error(client.patch(f"/indexes/{mine['id']}", headers=narrow, json={"name": name}),
+                                    403, "index_naming_needs_every_index", "name"))
+    assert answers[0]["message"] == answers[2]["message"] and answers[1]["message"] == answers[3]["message"]
+    assert all("payroll-secret" not in a["message"] for a in answers)
+    assert [i["name"] for i in client.get("/indexes", headers=org.full).json()["data"]] == ["mine", "payroll-secret"]
+    # What needs no name still works: the same name again, and its embedding setting.
+    same = client.patch(f"/indexes/{mine['id']}", headers=narrow,
+                        json={"name": "mine", "embedding": {"provider": "hashing", "model": "h", "dimensions": 64}})
+    assert same.status_code == 200 and same.json()["embedding"]["dimensions"] == 64, same.text

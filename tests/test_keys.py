@@ -177,3 +177,19 @@ def test_plt_4_a_privacy_change_is_audited_with_its_before_and_after(org, client
     events = client.get(f"/audit?action=key.changed&object_id={created['id']}", headers=org.admin).json()["data"]
     assert [(e["detail"]["before"]["privacy"], e["detail"]["after"]["privacy"]) for e in events] == [
         (None, {"pseudonymize": True})]
+
+
+def test_plt_8_a_rule_description_is_an_unknown_field_everywhere_a_policy_is_sent(org, client, db):
+    """A rule is `{id, effect, kind, actions?, match?, when?}`: anything else, `description` too, is 422 at its path."""
+    described = default_policy()
+    described["rules"][0]["description"] = "Her own records."
+    made = client.post(f"/tenants/{org.org_id}/keys", headers=org.admin,
+                       json={"name": "x", "capabilities": ["knowledge"], "policy": described})
+    assert_error(made, 422, "invalid_policy", "policy.rules[0].description")
+    manager = org.make_key(["knowledge", "management"])
+    assert_error(client.put("/key/policy", json=described, headers=bearer(manager["secret"])), 422,
+                 "invalid_policy", "policy.rules[0].description")
+    assert_error(client.patch(f"/tenants/{org.org_id}", json={"policy": {"rules": described["rules"]}},
+                              headers=org.admin), 422, "invalid_policy", "policy.rules[0].description")
+    stored = db.execute("SELECT count(*) FROM api_keys WHERE policy::text LIKE '%%description%%'").fetchone()[0]
+    assert stored == 0

@@ -34,6 +34,14 @@ def test_plt_2_login_logout_and_wrong_password(org, client):
     assert_error(client.get(f"/tenants/{org.org_id}", headers=headers), 401)
 
 
+def test_plt_14_logout_with_a_key_is_403_admin_required_as_on_every_administrators_route(org, client):
+    """A valid key is a credential (not 401): it lacks the right to log out, like on every administrator route."""
+    refused = assert_error(client.post("/admin/logout", headers=org.full), 403, "admin_required")
+    assert refused == assert_error(client.get("/audit", headers=org.full), 403, "admin_required")
+    assert_error(client.post("/admin/logout", headers=bearer("ck_not_a_key")), 401)
+    assert client.get("/key", headers=org.full).status_code == 200  # the key still works
+
+
 def test_plt_2_password_is_stored_as_argon2(org, db):
     stored = db.execute("SELECT password_hash FROM admins WHERE email = %s", (org.admin_email,)).fetchone()[0]
     assert stored.startswith("$argon2id$") and org.admin_password not in stored

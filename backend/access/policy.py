@@ -27,7 +27,7 @@ ATOMS: dict[str, frozenset[str]] = {
     "label_is_subject": frozenset({"label"}),
     "label_among": frozenset({"label", "attribute"}),
 }
-RULE_FIELDS = frozenset({"id", "effect", "kind", "actions", "match", "when", "description"})
+RULE_FIELDS = frozenset({"id", "effect", "kind", "actions", "match", "when"})
 POLICY_FIELDS = frozenset({"indexes", "rules", "settings"})
 SETTINGS_FIELDS = frozenset({"subjects_required", "writable_labels"})
 WRITABLE_LABEL_FIELDS = frozenset({"values", "self", "attribute"})

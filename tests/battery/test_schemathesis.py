@@ -186,7 +186,7 @@ def _fuzz(live_api: str, secret: str, examples: int, report: Any, dropped: Dropp
         if n % share[1] != share[0]:
             continue
         if operation.path == "/admin/logout":
-            continue  # administrators only; a key's 401 there is pinned by the platform tests
+            continue  # administrators only; a key's 403 there is pinned by the platform tests
         operations += 1
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             _run_operation(operation.as_strategy(generation_mode=mode), examples,

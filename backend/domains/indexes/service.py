@@ -13,7 +13,7 @@ from backend.access.context import RequestContext
 from backend.access.scope import Scope
 from backend.domains.extraction.queue import queue_reembed
 from backend.domains.indexes import repository as repo
-from backend.errors import Conflict, NotFound, ValidationFailed
+from backend.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from backend.ids import new_id
 from backend.providers import local_embeddings
 from shared.schemas.platform import UNSET, EmbeddingConfig, IndexCreate, IndexPatch
@@ -76,13 +76,23 @@ def check_embedding(setting: EmbeddingConfig | None) -> None:
                                code="embedding_extra_missing")
 
 
+async def check_name_free(ctx: RequestContext, name: str) -> None:
+    """Names are unique across the organisation, so only a credential that reaches every index may give one: for a
+    key whose policy lists indexes, a clash would reveal an index that must stay absent to it (PLT-10)."""
+    if ctx.scope.indexes is not None:
+        raise Forbidden("This key's policy names only some indexes, and an index's name must differ from every "
+                        "index of the organisation: create or rename indexes as an administrator or with a key "
+                        'whose policy has `"indexes": ["*"]`.', param="name", code="index_naming_needs_every_index")
+    if await repo.name_taken(ctx.db, ctx.org_id, name):
+        raise Conflict(f"An index named {name!r} exists already.", param="name", code="name_taken")
+
+
 async def create(ctx: RequestContext, body: IndexCreate) -> dict[str, Any]:
     ctx.require("knowledge")
     ctx.principal.refuse_subject_token("create or delete indexes")
     check_embedding(body.embedding)
     scope = ctx.scope
-    if await repo.name_taken(ctx.db, scope.org_id, body.name):
-        raise Conflict(f"An index named {body.name!r} exists already.", param="name", code="name_taken")
+    await check_name_free(ctx, body.name)
     row = await repo.insert_index(ctx.db, {"org_id": scope.org_id, "id": new_id("idx"), "name": body.name,
                                            "embedding": msgspec.to_builtins(body.embedding)})
     await ctx.audit("index.created", object_type="index", object_id=row["id"], detail={"name": body.name})
@@ -98,8 +108,7 @@ async def update(ctx: RequestContext, index_id: str, body: IndexPatch) -> dict[s
     row = await reachable(ctx.db, ctx.scope, index_id)
     values: dict[str, Any] = {}
     if body.name is not UNSET and body.name != row["name"]:
-        if await repo.name_taken(ctx.db, ctx.org_id, body.name):
-            raise Conflict(f"An index named {body.name!r} exists already.", param="name", code="name_taken")
+        await check_name_free(ctx, body.name)
         values["name"] = body.name
     if body.embedding is not UNSET:
         check_embedding(body.embedding)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,6 +51,26 @@ def _snapshot(row: dict[str, Any]) -> dict[str, Any]:
                                                     "revoked_at", "status")})
 
 
+def audited_policy(policy: Mapping[str, Any] | None, *, secret: str, org_id: str) -> dict[str, Any] | None:
+    """A policy as the audit trail names it (PLT-12): its indexes, its rules' ids, effects and kinds, the names of its
+    settings and a digest of the whole document, which tells two versions apart; label values and writable values,
+    which hold person ids, stay out. The digest is keyed like a person's id (the same HMAC), so nobody can confirm
+    a guessed id by hashing a policy with it."""
+    if policy is None:
+        return None
+    canonical = json.dumps(policy, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return {"indexes": policy.get("indexes"),
+            "rules": [{k: rule.get(k) for k in ("id", "effect", "kind")} for rule in policy.get("rules", [])],
+            "settings": sorted(policy.get("settings") or {}),
+            "digest": audit.subject_hash(secret, org_id, canonical)}
+
+
+def _audited(row: dict[str, Any], secret: str) -> dict[str, Any]:
+    """The key's snapshot for the organisation's audit trail: its policy as `audited_policy` names it."""
+    snapshot = _snapshot(row)
+    return {**snapshot, "policy": audited_policy(snapshot["policy"], secret=secret, org_id=row["org_id"])}
+
+
 def check_capabilities(requested: list[str], granter: Principal | None) -> list[str]:
     caps = sorted(set(requested))
     if "memory" in caps and "knowledge" not in caps:
@@ -86,12 +108,15 @@ def _memory_config(memory: KeyMemoryConfig | None) -> dict[str, Any]:
 
 
 async def _log(db: AsyncSession, row: dict[str, Any], action: str, actor: Actor, *, secret: str,
-               retention_days: int, detail: dict[str, Any] | None = None) -> None:
+               retention_days: int, before: dict[str, Any] | None = None) -> None:
+    """The key audit trail keeps the whole snapshot (PLT-5); the organisation's trail `_audited` ones (PLT-12)."""
     await repo.append_key_audit(db, {"org_id": row["org_id"], "id": new_id("evt"), "key_id": row["id"],
                                      "action": action, "actor": {"type": actor.type, "id": actor.id},
                                      "snapshot": _snapshot(row)}, retention_days)
+    after = _audited(row, secret)
+    detail = {"key": after} if before is None else {"before": _audited(before, secret), "after": after}
     await audit.record(db, org_id=row["org_id"], actor=actor, action=f"key.{action}", secret=secret,
-                       object_type="key", object_id=row["id"], detail=detail or {"key": _snapshot(row)})
+                       object_type="key", object_id=row["id"], detail=detail)
 
 
 def check_grant(policy: dict[str, Any], granter: Principal | None) -> None:
@@ -138,10 +163,10 @@ def _check_org(ctx: RequestContext, org_id: str) -> None:
         raise NotFound("No such organisation.", param="org_id")
 
 
-async def _changed(ctx: RequestContext, row: dict[str, Any], action: str, detail: dict[str, Any] | None = None
+async def _changed(ctx: RequestContext, row: dict[str, Any], action: str, before: dict[str, Any] | None = None
                    ) -> None:
     await _log(ctx.db, row, action, ctx.actor, secret=ctx.settings.secret,
-               retention_days=ctx.settings.key_audit_retention_days, detail=detail)
+               retention_days=ctx.settings.key_audit_retention_days, before=before)
 
 
 async def get_key(ctx: RequestContext, org_id: str, key_id: str) -> dict[str, Any]:
@@ -184,7 +209,7 @@ async def patch_key(ctx: RequestContext, org_id: str, key_id: str, body: KeyPatc
     if not values:
         return before
     row = await repo.update_key(ctx.db, org_id, key_id, values)
-    await _changed(ctx, row, "changed", {"before": _snapshot(before), "after": _snapshot(row)})
+    await _changed(ctx, row, "changed", before)
     return row
 
 
@@ -217,7 +242,7 @@ async def put_own_policy(ctx: RequestContext, policy: dict[str, Any]) -> dict[st
     ctx.require_management()
     check_grant(policy, ctx.principal)
     row = await repo.update_key(ctx.db, key["org_id"], key["id"], {"policy": policy})
-    await _changed(ctx, row, "changed", {"before": _snapshot(key), "after": _snapshot(row)})
+    await _changed(ctx, row, "changed", key)
     return row
 
 

@@ -13,7 +13,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access.context import RequestContext
 from backend.domains.orgs import repository as repo
 from backend.domains.orgs import service
-from backend.errors import Unauthorized
 from shared.schemas.common import JSONObject
 from shared.schemas.platform import LoginIn, LoginOut, OrgOut, OrgPage, OrgPatch
 
@@ -33,8 +32,7 @@ class AdminController(Controller):
 
     @post("/logout", status_code=204, summary="End the calling administrator's token")
     async def logout(self, request: Request, ctx: RequestContext) -> None:
-        if not ctx.is_admin:
-            raise Unauthorized("Only an administrator token can log out.", code="admin_required")
+        ctx.require_admin()
         token = request.headers.get("authorization", "").partition(" ")[2].strip()
         await service.logout(ctx.db, token)
 

@@ -88,6 +88,9 @@ async def patch_org(ctx: RequestContext, org_id: str, body: OrgPatch) -> dict[st
     if values:
         await repo.update_org(ctx.db, org_id, values)
         changed = {k: {"before": before[k], "after": v} for k, v in values.items() if k != "name"}
+        if "policy" in changed:  # its label values name people: the trail keeps its outline and digest (PLT-12)
+            changed["policy"] = {when: keys.audited_policy(policy, secret=ctx.settings.secret, org_id=org_id)
+                                 for when, policy in changed["policy"].items()}
         await ctx.audit("org.updated", object_type="org", object_id=org_id, detail={"changed": changed})
     row = await repo.get(ctx.db, org_id)
     assert row is not None
