@@ -11,6 +11,8 @@ from shared.schemas.common import JSONObject, Model
 
 ModelId = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@-]*$")]
 Provider = Literal["openai_compatible", "replay"]
+# PLT-7: a turn's `user` names a person by id (1–256 characters; printable, checked where the turn starts).
+SubjectId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 
 
 # ---------------------------------------------------------------- models (EXT-1)
@@ -104,7 +106,7 @@ class ResponseCreate(Model):
     conversation: str | JSONObject | None = None
     store: bool = True
     tools: Annotated[list[TurnTool], msgspec.Meta(max_length=128)] = []
-    user: str | None = None
+    user: SubjectId | None = None
     timezone: str | None = None
     working_state_from: str | None = None
     metadata: dict[str, str] | None = None
@@ -164,7 +166,7 @@ class MessagesCreate(Model):
     metadata: dict[str, str] | None = None  # Anthropic's `{"user_id": …}`: kept on the response, as on /responses
     stream: bool = False
     thread_id: str | None = None
-    user: str | None = None
+    user: SubjectId | None = None
     timezone: str | None = None
     store: bool = True
     working_state_from: str | None = None
@@ -196,6 +198,7 @@ __all__ = (
     "ResponseError",
     "ResponseOut",
     "ResponseUsage",
+    "SubjectId",
     "TurnTool",
     "UsageDay",
     "UsageQuery",

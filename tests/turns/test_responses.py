@@ -175,6 +175,26 @@ def test_mem_19_erasing_a_person_leaves_only_id_status_and_usage_of_her_response
     assert rows == [("bob", False, "18"), (None, True, "18")]
 
 
+def test_mem_19_an_erased_person_s_responses_keep_no_key_agent_or_model_and_usage_is_unchanged(
+        client: Any, org: Org, scripted: Any, db: Any) -> None:
+    """Only id, status, usage and times stay of her responses; the usage report (PLT-18, per day, key and model)
+    is read from the usage rows, so it does not change."""
+    agent = client.post("/agents", headers=org.admin, json={"name": "helper", "model": "scripted",
+                                                             "instructions": "Be brief."})
+    assert agent.status_code == 201, agent.text
+    hers = turn(client, anna(org), input="Hello", agent_id=agent.json()["id"], model=None)
+    usage_before = client.get("/usage", headers=org.admin).json()
+    assert client.delete("/subjects/anna", headers=org.admin).status_code == 200
+    columns = ("key_id", "agent_id", "agent_version", "model", "subject", "thread_id", "output", "error", "trace",
+               "metadata", "idempotency_owner", "idempotency_key", "request_digest")
+    row = db.execute(f"SELECT {', '.join(columns)}, status, usage->>'total_tokens', created_at IS NOT NULL, "
+                     "completed_at IS NOT NULL FROM responses WHERE id = %s", (hers["id"],)).fetchone()
+    assert dict(zip(columns, row[:len(columns)], strict=True)) == dict.fromkeys(columns)
+    assert row[len(columns):] == ("completed", "18", True, True)
+    assert client.get("/usage", headers=org.admin).json() == usage_before
+    assert usage_before["data"][0]["model"] == "scripted" and usage_before["totals"]["calls"] == 1
+
+
 def test_mem_19_erasing_a_thread_s_owner_forgets_the_other_turns_in_her_thread_too(client: Any, org: Org,
                                                                                      scripted: Any, db: Any) -> None:
     """A turn in her thread made by a request naming nobody holds her conversation as much as her own turns do."""
@@ -219,3 +239,34 @@ def test_plt_2_an_administrator_s_read_of_a_response_is_audited_and_a_key_s_is_n
     reads = db.execute("SELECT actor_type, object_id, detail FROM audit_events WHERE action = 'thread.read' "
                        "AND detail->>'route' = 'GET /responses/{id}'").fetchall()
     assert [(r[0], r[1], r[2]["ids"]) for r in reads] == [("admin", answer["thread_id"], [answer["id"]])]
+
+
+def test_plt_9_another_person_s_response_is_as_absent_as_one_that_does_not_exist(client: Any, org: Org,
+                                                                               scripted: Any) -> None:
+    """PLT-9/PLT-10: continuing from a response whose thread she cannot see answers exactly the 404 of an unknown
+    response; nothing in it (such as the thread's id) tells her the response exists."""
+    bobs = turn(client, bearer(org.key, subject="bob"), input="My salary is private")
+    answers = {}
+    for response_id in (bobs["id"], "resp_nope"):
+        refused = client.post("/responses", json={"model": "scripted", "input": "x",
+                                                  "previous_response_id": response_id}, headers=anna(org))
+        answers[response_id] = assert_error(refused, 404, param="previous_response_id")
+        assert response_id in answers[response_id]["message"]
+    hidden, unknown = answers[bobs["id"]], answers["resp_nope"]
+    assert json.dumps(hidden).replace(bobs["id"], "resp_nope") == json.dumps(unknown)
+    assert bobs["thread_id"] not in json.dumps(hidden)
+
+
+def test_plt_7_a_turn_s_user_is_a_subject_id_checked_like_any_body_field(client: Any, org: Org,
+                                                                         scripted: Any) -> None:
+    """PLT-7/PLT-14: `user` of POST /responses and POST /messages is 1–256 printable characters; anything else is
+    422 at `user`, before anything is kept or the model is asked."""
+    turn_body = {"model": "scripted", "input": "x"}
+    messages_body = {"model": "scripted", "max_tokens": 16, "messages": [{"role": "user", "content": "x"}]}
+    for route, body in (("/responses", turn_body), ("/messages", messages_body)):
+        for user in ("a" * 257, "", "anna\nbob"):
+            refused = client.post(route, json={**body, "user": user}, headers=org.full)
+            assert_error(refused, 422, "validation_failed", param="user")
+        named = client.post(route, json={**body, "user": "a" * 256}, headers=org.full)
+        assert named.status_code in (200, 201), named.text
+    assert len(scripted.requests) == 2

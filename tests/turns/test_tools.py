@@ -339,6 +339,35 @@ def test_trn_4_the_turn_s_write_is_dropped_when_the_application_wrote_meanwhile(
     assert events[0]["detail"]["response_id"] == answer["id"]
 
 
+def test_trn_4_a_write_made_while_the_model_composed_its_first_answer_drops_the_turn_s_write(
+        client: Any, org: Org, scripted: Any) -> None:
+    """The turn's patches apply to the state the model was shown: an application write made before the tool's first
+    call (while the model answered the first request) is not overwritten by a merge onto it."""
+    first = turn(client, anna(org), input="Hello")
+    thread_id = first["thread_id"]
+    shown = client.put(f"/threads/{thread_id}/state", json={"state": {"goal": "move"}}, headers=anna(org))
+    assert shown.status_code == 200, shown.text
+
+    def application_writes() -> None:
+        written = client.put(f"/threads/{thread_id}/state", json={"state": {"mine": True}}, headers=anna(org))
+        assert written.status_code == 200, written.text
+
+    scripted.reply(tool_calls=[("builtin__update_working_state", {"patch": {"step": 1}})],
+                   before=application_writes)
+    scripted.reply("Done.")
+    answer = turn(client, anna(org), input="Plan.", tools=_state_tool(), thread_id=thread_id)
+    assert answer["status"] == "completed"
+    assert scripted.messages(1)[0]["content"].endswith('{"goal": "move"}')  # the state the model was shown
+    assert json.loads(answer["output"][1]["output"])["version"] == 2  # the version after the one it was shown
+    state = client.get(f"/threads/{thread_id}/state", headers=anna(org)).json()
+    assert state["state"] == {"mine": True} and state["version"] == 2
+    events = client.get("/audit?action=thread.working_state_dropped", headers=org.admin).json()["data"]
+    assert len(events) == 1 and events[0]["object_id"] == thread_id
+    assert events[0]["detail"] == {"response_id": answer["id"], "read_version": 1, "current_version": 2}
+    read = client.get(f"/responses/{answer['id']}", headers=anna(org)).json()
+    assert read["trace"]["working_state"] == "dropped"
+
+
 def test_trn_4_the_state_tool_needs_tooling_threads_and_a_kept_turn(client: Any, org: Org, scripted: Any) -> None:
     for caps, missing in ((["knowledge", "memory", "threads"], "tooling"),
                           (["knowledge", "memory", "tooling"], "threads")):

@@ -23,10 +23,13 @@ T = table_of(Thread)
 _INSERTED = ("org_id", "id", "thread_id", "key_id", "subject", "model", "agent_id", "agent_version", "status",
              "metadata", "idempotency_owner", "idempotency_key", "request_digest", "created_at")
 _FINISHED = ("status", "output", "usage", "error", "trace", "completed_at")
-# What a deleted thread or an erased person leaves of a response: id, status and usage (THR-6, MEM-19, PLT-18).
-# SQL NULL, not JSON null, in the JSONB columns: nothing of the content stays.
-# The idempotency owner names the person too (idempotency.owner), so it goes with the rest.
-_FORGET = {column: null() for column in (R.c.thread_id, R.c.subject, R.c.output, R.c.error, R.c.trace, R.c.metadata,
+# What a deleted thread or an erased person leaves of a response: id, status and usage (THR-6, MEM-19, PLT-18),
+# with org_id and the times (the row's key and NOT NULL columns; times say nothing of her). Everything else is SQL
+# NULL (not JSON null in the JSONB columns), also the key, agent and model that served her: the usage report
+# reads them from the usage rows (usage_events), which keep them. The idempotency owner names the person too
+# (idempotency.owner), so it goes with the rest.
+_FORGET = {column: null() for column in (R.c.thread_id, R.c.key_id, R.c.subject, R.c.agent_id, R.c.agent_version,
+                                         R.c.model, R.c.output, R.c.error, R.c.trace, R.c.metadata,
                                          R.c.request_digest, R.c.idempotency_owner, R.c.idempotency_key)}
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from backend.access.context import RequestContext
-from backend.access.subjects import combine, parse_subject
+from backend.access.subjects import Subject, combine
 from backend.db.plan_mode import let_key_checks_keep_plans
 from backend.domains import compaction
 from backend.domains.agents import service as agents
@@ -28,9 +28,10 @@ from backend.domains.privacy import service as pii_service
 from backend.domains.threads import repository as threads_repo
 from backend.domains.threads import rules as thread_rules
 from backend.domains.threads import service as threads
-from backend.domains.turns import block_ahead, conversation, documents, idempotency, inputs, loop, privacy
+from backend.domains.turns import block_ahead, conversation, documents, idempotency, inputs, loop, privacy, reads
 from backend.domains.turns import repository as repo
 from backend.domains.turns.state_tool import apply as apply_state
+from backend.domains.turns.state_tool import shown as state_shown
 from backend.domains.turns.turn import AgentTurn, Turn, TurnFailure
 from backend.domains.usage import repository as usage
 from backend.errors import BadRequest, NotFound, ValidationFailed
@@ -43,10 +44,14 @@ HISTORY_LIMIT = 2000  # items of a thread sent in full when nothing summarises t
 
 
 def with_user(ctx: RequestContext, user: str | None) -> RequestContext:
-    """PLT-7: the turn body's `user` names the person when nothing else does (two different people: 400)."""
+    """PLT-7: the turn body's `user` names the person when nothing else does (two different people: 400). Its
+    length is the schema's to check (422 at `user`, as any body field); printability is checked here."""
     if user is None:
         return ctx
-    subject = combine(ctx.principal.subject, parse_subject({"id": user}, "user"))
+    if not user.isprintable():
+        raise ValidationFailed("`user` is a subject id: 1 to 256 printable characters (no line breaks or control "
+                               "characters).", param="user")
+    subject = combine(ctx.principal.subject, Subject(user))
     return ctx.acting_as(dataclasses.replace(ctx.principal, subject=subject))
 
 
@@ -67,14 +72,12 @@ def _agent_turn(agent: agents.AgentVersion | None) -> AgentTurn | None:
 async def _thread_of(ctx: RequestContext, field: tuple[str, str]) -> tuple[str, str | None, dict[str, Any]]:
     name, value = field
     if name == "previous_response_id":
-        row = await repo.get(ctx.db, ctx.org_id, value)
-        if row is None or row["thread_id"] is None:
-            raise NotFound(f"No response {value!r} is reachable with this credential.", param=name)
-        value = row["thread_id"]
-    thread = await threads.visible_thread(ctx, value, param=name)
+        _, thread = await reads.reachable(ctx, value, param=name)
+    else:
+        thread = await threads.visible_thread(ctx, value, param=name)
     if not thread["can_write"]:
         raise ctx.deny("The policy does not let this request continue this thread.", action="thread.write",
-                       object_type="thread", object_id=value)
+                       object_type="thread", object_id=thread["id"])
     await thread_rules.not_erased(ctx, thread["subject"])
     return str(thread["id"]), thread["subject"], dict(thread["labels"] or {})
 
@@ -255,9 +258,12 @@ async def _thread_context(turn: Turn) -> tuple[list[dict[str, Any]], list[str], 
             rows = list(reversed(await threads_repo.list_items(ctx.db, ctx.org_id, turn.thread_id, after=before,
                                                                descending=True, limit=HISTORY_LIMIT)))
         history = [{**r["body"], "type": r["type"]} for r in rows]
-    if turn.thread_id is not None and not (turn.new_thread and turn.body.working_state_from is None):
-        state_row = await threads_repo.get_state(ctx.db, ctx.org_id, turn.thread_id)
+    if turn.thread_id is not None:
+        state_row = None
+        if not (turn.new_thread and turn.body.working_state_from is None):  # a new thread has no state to read
+            state_row = await threads_repo.get_state(ctx.db, ctx.org_id, turn.thread_id)
         state = state_row["state"] if state_row else None
+        turn.pending_state = state_shown(state_row)  # TRN-4: the turn's state write is based on what it showed
     return history, summaries, state
 
 
@@ -310,7 +316,8 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
     if not plans_kept:
         await let_key_checks_keep_plans(ctx.db)
     placeholders = turn.pseudonymizer is not None and turn.thread_id is not None
-    state = failure is None and turn.pending_state is not None and turn.thread_id is not None
+    state = failure is None and turn.thread_id is not None and (turn.pending_state is not None
+                                                                and turn.pending_state.patched)
     # The output items go with the closing update (a round trip fewer), unless other writes of the thread follow
     # them: its placeholders and its working state come after the items, as when an application writes them.
     appended_apart = turn.stored and (placeholders or state)

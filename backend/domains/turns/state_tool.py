@@ -18,11 +18,20 @@ if TYPE_CHECKING:
 
 @dataclass
 class PendingState:
-    """The state as read when the turn first patched it, and what the turn's patches make of it."""
+    """The state as the model was shown it (its version is the base a write is checked against), and what the
+    turn's accepted patches make of it (`patched`: there is something to write)."""
 
     base_version: int
     state: dict[str, Any]
     size: int
+    patched: bool = False
+
+
+def shown(row: dict[str, Any] | None) -> PendingState:
+    """The base of the turn's state write: the state row read for what the model is sent (None: no state yet).
+    An application write after this read, even before the tool's first call, drops the turn's write."""
+    current = state_mod.document(row)
+    return PendingState(current["version"], current["state"], current["size"])
 
 
 async def schema_of(ctx: RequestContext, thread_id: str, agent: AgentTurn | None) -> dict[str, Any] | None:
@@ -39,16 +48,14 @@ async def call(ctx: RequestContext, thread_id: str, pending: PendingState | None
     patch = arguments.get("patch") if isinstance(arguments, dict) else None
     if not isinstance(patch, dict) or set(arguments) - {"patch"}:
         return pending, "", "The tool takes one argument, `patch`: a JSON object (a JSON merge patch)."
-    if pending is None:
-        row = await threads_repo.get_state(ctx.db, ctx.org_id, thread_id)
-        current = state_mod.document(row)
-        pending = PendingState(current["version"], current["state"], current["size"])
+    if pending is None:  # a turn that read no state for the model: the base is the state now
+        pending = shown(await threads_repo.get_state(ctx.db, ctx.org_id, thread_id))
     merged = state_mod.merge_patch(pending.state, patch)
     try:
         size = state_mod.check_state(merged, ctx.settings.working_state_max_bytes, schema)
     except ApiError as refused:
         return pending, "", refused.message
-    pending = PendingState(pending.base_version, merged, size)
+    pending = PendingState(pending.base_version, merged, size, patched=True)
     return pending, json.dumps({"version": pending.base_version + 1, "size": size}), None
 
 

@@ -70,6 +70,7 @@ class Turn:
     calls: list[ModelCall] = field(default_factory=list)
     produced: list[dict[str, Any]] = field(default_factory=list)  # output items, each with its own `id`
     tool_trace: list[dict[str, Any]] = field(default_factory=list)
+    # TRN-4: the state as the model was shown it (read with its version in `prepare`), and the patches it accepted
     pending_state: PendingState | None = None
     pseudonymizer: Any = None  # a Pseudonymizer when the key hides personal data (TRN-10)
     state_written: bool | None = None
