@@ -49,6 +49,8 @@ class Response(Base):
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     trace: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONB(none_as_null=True), nullable=True)
+    # THR-5: the labels of its thread when the turn was accepted (access goes by the thread's labels as they are).
+    labels: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     # TRN-8: the caller's Idempotency-Key (per key or administrator) and a digest of the body it came with.
     idempotency_owner: Mapped[str | None] = mapped_column(Text, nullable=True)
     idempotency_key: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -140,6 +140,7 @@ class ResponseOut(Model, kw_only=True):
     usage: ResponseUsage
     error: ResponseError | None = None
     metadata: dict[str, str] | None = None
+    labels: JSONObject = msgspec.field(default_factory=dict)  # THR-5: its thread's labels when it was made
     trace_id: str | None = None
     incomplete_details: JSONObject | None = None  # `{"reason": "max_output_tokens"}` when the answer was cut short
     created_at: datetime

@@ -412,13 +412,14 @@ def test_trn_5_a_turn_on_an_agent_uses_its_model_instructions_block_and_state_sc
                  404, param="agent_id")
 
 
-def test_thr_5_a_record_the_write_tool_keeps_in_a_labelled_thread_starts_with_its_labels(
+def test_thr_5_a_response_and_a_record_a_turn_makes_in_a_labelled_thread_start_with_its_labels(
         client: Any, org: Org, scripted: Any) -> None:
     index_id, key = _store(client, org)
     write = f"memory__{index_id}__write"
     labelled = client.post("/threads", json={"labels": {"topic": "verhuizing"}}, headers=anna(org, key))
     assert labelled.status_code == 201, labelled.text
     kept: list[dict[str, Any]] = []
+    answers: list[dict[str, Any]] = []
     for thread_id in (labelled.json()["id"], None):
         scripted.reply(tool_calls=[(write, {"type": "fact", "text": f"Moves in May ({thread_id})"})]).reply("Noted.")
         where = {"thread_id": thread_id} if thread_id else {}
@@ -426,8 +427,15 @@ def test_thr_5_a_record_the_write_tool_keeps_in_a_labelled_thread_starts_with_it
                       **where)
         memory_id = json.loads(answer["output"][1]["output"])["memory_id"]
         kept.append(client.get(f"/memory/{memory_id}", headers=anna(org, key)).json())
-    assert kept[0]["labels"] == {"topic": "verhuizing"}
-    assert kept[1]["labels"] == {}  # a thread the turn started has none
+        answers.append(answer)
+    assert kept[0]["labels"] == answers[0]["labels"] == {"topic": "verhuizing"}
+    assert kept[1]["labels"] == answers[1]["labels"] == {}  # a thread the turn started has none
+    # The response keeps the labels it started with; who reaches it goes by its thread's labels as they are.
+    relabelled = client.patch(f"/threads/{labelled.json()['id']}", json={"labels": {"topic": "verbouwing"}},
+                              headers=anna(org, key))
+    assert relabelled.status_code == 200, relabelled.text
+    read = client.get(f"/responses/{answers[0]['id']}", headers=anna(org, key)).json()
+    assert read["labels"] == {"topic": "verhuizing"}
 
 
 def test_thr_11_a_turn_without_an_agent_keeps_the_state_to_the_thread_s_agent_s_schema(

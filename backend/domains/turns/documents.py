@@ -28,7 +28,8 @@ def document(row: dict[str, Any], *, with_trace: bool = False) -> dict[str, Any]
         "model": row.get("model"), "agent_id": row.get("agent_id"), "agent_version": row.get("agent_version"),
         "output": output, "output_text": output_text(output),
         "usage": {name: int(usage.get(name, 0)) for name in ("input_tokens", "output_tokens", "total_tokens")},
-        "error": row.get("error"), "metadata": row.get("metadata"), "trace_id": (row.get("trace") or {}).get("id"),
+        "error": row.get("error"), "metadata": row.get("metadata"), "labels": row.get("labels") or {},
+        "trace_id": (row.get("trace") or {}).get("id"),
         "incomplete_details": {"reason": "max_output_tokens"} if row["status"] == "incomplete" else None,
         "created_at": row["created_at"], "completed_at": row.get("completed_at"),
     }

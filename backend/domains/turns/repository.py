@@ -21,7 +21,7 @@ from backend.domains.usage import repository as usage
 R = table_of(Response)
 T = table_of(Thread)
 _INSERTED = ("org_id", "id", "thread_id", "key_id", "subject", "model", "agent_id", "agent_version", "status",
-             "metadata", "idempotency_owner", "idempotency_key", "request_digest", "created_at")
+             "metadata", "labels", "idempotency_owner", "idempotency_key", "request_digest", "created_at")
 _FINISHED = ("status", "output", "usage", "error", "trace", "completed_at")
 # What a deleted thread or an erased person leaves of a response: id, status and usage (THR-6, MEM-19, PLT-18),
 # with org_id and the times (the row's key and NOT NULL columns; times say nothing of her). Everything else is SQL
@@ -29,7 +29,7 @@ _FINISHED = ("status", "output", "usage", "error", "trace", "completed_at")
 # reads them from the usage rows (usage_events), which keep them. The idempotency owner names the person too
 # (idempotency.owner), so it goes with the rest.
 _FORGET = {column: null() for column in (R.c.thread_id, R.c.key_id, R.c.subject, R.c.agent_id, R.c.agent_version,
-                                         R.c.model, R.c.output, R.c.error, R.c.trace, R.c.metadata,
+                                         R.c.model, R.c.output, R.c.error, R.c.trace, R.c.metadata, R.c.labels,
                                          R.c.request_digest, R.c.idempotency_owner, R.c.idempotency_key)}
 
 

@@ -134,7 +134,7 @@ async def _keep(ctx: RequestContext, body: ResponseCreate, idempotency_key: str 
         "org_id": ctx.org_id, "id": turn.id, "thread_id": turn.thread_id, "key_id": ctx.principal.key_id,
         "subject": ctx.person, "model": spec.id, "agent_id": turn.agent.id if turn.agent else None,
         "agent_version": turn.agent.version if turn.agent else None, "status": "in_progress", "metadata": body.metadata,
-        "idempotency_owner": idempotency.owner(ctx) if idempotency_key else None,
+        "idempotency_owner": idempotency.owner(ctx) if idempotency_key else None, "labels": turn.thread_labels,
         "idempotency_key": idempotency_key, "request_digest": idempotency.digest(body) if idempotency_key else None,
         "created_at": turn.created_at}, [] if turn.input_later else _item_rows(ctx, turn, turn.items),
         new_thread=opened)
@@ -300,7 +300,7 @@ def _row(turn: Turn, status: str, error: dict[str, str] | None) -> dict[str, Any
             "model": turn.spec.id, "agent_id": turn.agent.id if turn.agent else None,
             "agent_version": turn.agent.version if turn.agent else None, "output": turn.produced,
             "usage": turn.usage, "error": error, "metadata": turn.body.metadata, "trace": turn.trace(),
-            "created_at": turn.created_at, "completed_at": datetime.now(UTC)}
+            "created_at": turn.created_at, "completed_at": datetime.now(UTC), "labels": turn.thread_labels}
 
 
 async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
