@@ -96,6 +96,18 @@ def test_dsh_2_activity_is_for_administrators_and_management_keys(org: Org, db: 
                       "GET /activity/audit": "audit.read"}
 
 
+def test_plt_2_an_administrator_s_message_counts_are_audited_with_their_count(org: Org, db: Any) -> None:
+    thread = org.client.post("/threads", headers=bearer(org.key, "anna"), json={"items": [
+        {"type": "message", "role": "user", "content": "Hallo"},
+        {"type": "message", "role": "assistant", "content": "Dag Anna"},
+        {"type": "message", "role": "user", "content": "Tot ziens"}]})
+    assert thread.status_code == 201, thread.text
+    _get(org, "/activity/messages", org.admin, days=7)
+    (detail,) = db.execute("SELECT detail FROM audit_events WHERE org_id = %s AND action = 'thread.read' AND "
+                           "detail->>'route' = 'GET /activity/messages'", (org.org_id,)).fetchone()
+    assert detail == {"route": "GET /activity/messages", "filters": {"days": 7}, "count": 3}
+
+
 def test_dsh_8_record_changes_newest_first_with_cursor_filters_and_scope(org: Org) -> None:
     index_id = _index(org)
     other_index = _index(org, "tickets")

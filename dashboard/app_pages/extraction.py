@@ -55,7 +55,8 @@ def state_row(switch: ExtractionSwitchOut) -> None:
         st.badge(text.label, color=text.colour, icon=":material/circle:")  # type: ignore[arg-type]
     fix.markdown(text.fix)
     author = f"key `{switch.author_key_id}`" if switch.author_key_id else f"administrator `{switch.author_admin_id}`"
-    st.caption(f"Model `{switch.model}` · author {author} · every {switch.schedule_minutes} min, threads quiet for "
+    model = data.model_shown(switch.model, data.model_labels(client), code=True)
+    st.caption(f"Model {model} · author {author} · every {switch.schedule_minutes} min, threads quiet for "
                f"{switch.quiet_minutes} min · set {data.local_time(switch.set_at, tz)} ({tz})")
 
 
@@ -199,7 +200,8 @@ def switch_editor(switch: ExtractionSwitchOut | None) -> None:
             del st.session_state[key]
         st.session_state.pop("extraction_error", None)
         st.session_state["extraction_loaded"] = loaded
-    models = extraction.offered_models(client)
+    labels = data.model_labels(client)
+    models = list(labels)
     if start["model"] and start["model"] not in models:
         models = [start["model"], *models]  # shown as it is; saving it again is refused under the field
     assert org is not None
@@ -213,7 +215,8 @@ def switch_editor(switch: ExtractionSwitchOut | None) -> None:
         with top[1]:
             values["model"] = st.selectbox("Model", models, index=models.index(start["model"]) if start["model"] in
                                            models else None, key="extraction_field_model", help=FIELD_HELP["model"],
-                                           placeholder="choose a model")
+                                           placeholder="choose a model",
+                                           format_func=lambda m: data.model_shown(m, labels))
             field_error("model")
         with top[2]:
             values["schedule_minutes"] = st.number_input("Run every (minutes)", min_value=1,

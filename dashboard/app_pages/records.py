@@ -66,10 +66,9 @@ except ApiError as err:
     components.api_error(err, "list the records")
     st.stop()
 frame = records.records_frame(shown, tz, store_names)
-match = "1 record matches" if matching == 1 else f"{matching:,} records match"
+span = records.span_shown(len(cursors), int(page_size), len(shown))
 components.pager("records", cursors, next_cursor,
-                 caption=f"{match} · page {len(cursors)} of {max(1, -(-matching // int(page_size)))} "
-                         f"({len(shown)} shown), newest first · times in {tz}")
+                 caption=f"{records.matching_words(matching)} · {span}, newest first · times in {tz}")
 
 with st.expander("Export these records", icon=":material/download:"):
     st.caption("Every record of this filter (not only this page), as a file for analysts; the export is audited.")

@@ -58,7 +58,7 @@ SUMMARY_COLUMNS: dict[str, Any] = {
     "from_position": st.column_config.NumberColumn("from #", width="small"),
     "to_position": st.column_config.NumberColumn("to #", width="small"),
     "level": st.column_config.NumberColumn("level", width="small"),
-    "model": st.column_config.TextColumn("model", width="small"),
+    "model": st.column_config.TextColumn("model", width="medium"),
     "text": st.column_config.TextColumn("text", width="large"),
     "created_at": st.column_config.DatetimeColumn("written", format="YYYY-MM-DD HH:mm"),
     "id": None,

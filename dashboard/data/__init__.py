@@ -116,7 +116,7 @@ def refresh() -> None:
                overview.latest_events, overview.trends, overview.store_counts, overview.thread_counts,
                records.memory_page, records.matching_records, records.memory_record, records.memory_history,
                stores.store_settings, stores.settings_history, key_admin.key, key_admin.key_trail, people.holdings,
-               extraction.switch, extraction.windows, extraction.runs, extraction.offered_models,
+               extraction.switch, extraction.windows, extraction.runs, model_labels,
                extraction.agent_names, previewer.agents, records.response_agent):
         fn.clear()
     threads.forget_threads()
@@ -161,6 +161,19 @@ def keys(client: CoreClient, org: str) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"id": pl.String, "name": pl.String, "status": pl.String,
                                       "capabilities": pl.List(pl.String), "last_used_at": instant,
                                       "created_at": instant, "expires_at": instant, "revoked_at": instant})
+
+
+@_cached
+def model_labels(client: CoreClient) -> dict[str, str]:
+    """What each offered chat model is, by id (`GET /models`): a `replay` one says it gives recorded answers."""
+    return {m.id: m.label for m in client.models().data}
+
+
+def model_shown(model_id: str, labels: dict[str, str], *, code: bool = False) -> str:
+    """A model as every page names it: its id with what it is (EXT-1: a replay model is labelled as such wherever it
+    shows); one no longer offered has no label to give, so its id alone."""
+    shown = f"`{model_id}`" if code else model_id
+    return f"{shown} — {labels[model_id]}" if model_id in labels else shown
 
 
 def local_time(at: datetime, tz: str) -> str:

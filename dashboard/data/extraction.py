@@ -89,11 +89,6 @@ def runs(client: CoreClient, index_id: str) -> pl.DataFrame:
 
 
 @_cached
-def offered_models(client: CoreClient) -> list[str]:
-    return [m.id for m in client.models().data]
-
-
-@_cached
 def agent_names(client: CoreClient) -> dict[str, str]:
     return {a.id: a.name for a in client.all_agents()}
 

@@ -53,6 +53,19 @@ def organisation_total(client: CoreClient) -> int:
     return int(counts["records"].sum())
 
 
+def matching_words(matching: int) -> str:
+    return "1 record matches" if matching == 1 else f"{matching:,} records match"
+
+
+def span_shown(pages_walked: int, page_size: int, shown: int) -> str:
+    """Which of the matching records this page shows (`showing 51–100`): the cursor walks forward, so no page count
+    is computed or shown (DSH-3: never page numbers over a million rows)."""
+    first = (pages_walked - 1) * page_size + 1
+    if shown == 0:
+        return "none shown"
+    return f"showing {first:,}" if shown == 1 else f"showing {first:,}–{first + shown - 1:,}"
+
+
 def records_frame(records: list[MemoryOut], tz: str, store_names: dict[str, str] | None = None) -> pl.DataFrame:
     names = store_names or {}
     rows = [{"id": r.id, "store": names.get(r.index_id, r.index_id), "owner": r.subject or SHARED, "type": r.type,

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from dashboard.data import SHARED, _cached
+from dashboard.data import SHARED, _cached, model_labels, model_shown
 from shared.client import CoreClient
 from shared.schemas.threads import (
     ContentPart,
@@ -213,7 +213,9 @@ def thread_state(client: CoreClient, thread_id: str) -> StateOut:
 def summary_page(client: CoreClient, thread_id: str, cursor: str | None, limit: int,
                  tz: str) -> tuple[pl.DataFrame, str | None]:
     page = client.thread_summaries(thread_id, cursor=cursor, limit=limit)
-    rows = [{"from_position": s.from_position, "to_position": s.to_position, "level": s.level, "model": s.model,
+    labels = model_labels(client)  # a replay model's summary says its answers are recorded (EXT-1)
+    rows = [{"from_position": s.from_position, "to_position": s.to_position, "level": s.level,
+             "model": model_shown(s.model, labels) if s.model else None,
              "text": s.text, "created_at": s.created_at, "id": s.id} for s in page.data]
     frame = pl.DataFrame(rows, schema=SUMMARY_SCHEMA)
     return frame.with_columns(pl.col("created_at").dt.convert_time_zone(tz)), page.next_cursor

@@ -113,3 +113,19 @@ def test_dsh_5_a_store_without_a_switch_says_what_to_do_and_run_now_queues_a_run
     refresh(at)
     assert any("pick an offered model" in m.value for m in at.markdown)
     assert at.button(key="extraction_run").disabled
+
+
+def test_ext_1_a_replay_model_is_labelled_in_the_switchs_caption_and_the_model_choice(app, org, scripted):
+    """A `replay` model answers from recordings: wherever the page names it, it says so (the label of GET /models)."""
+    offered = org.client.post("/admin/models", headers=org.admin, json={
+        "id": "demo-extraction", "provider": "replay", "model": "demo-extraction", "org_id": org.org_id})
+    assert offered.status_code == 201, offered.text
+    label = offered.json()["label"]
+    assert "replay" in label
+    switch_on(org, new_store(org), model="demo-extraction")
+    at = open_page(app, org)
+    assert f"Model `demo-extraction` — {label}" in captions(at)
+    choice = at.selectbox(key="extraction_field_model")
+    assert choice.value == "demo-extraction"  # the id is what is saved; the label is how it shows
+    assert f"demo-extraction — {label}" in choice.options
+    assert not any(option == "demo-extraction" for option in choice.options)

@@ -262,6 +262,21 @@ def test_dsh_7_a_selected_thread_shows_items_with_writers_state_and_no_summaries
             "GET /threads/{id}/summaries"} <= routes
 
 
+def test_ext_1_a_summary_written_by_a_replay_model_says_so(app: AppTest, org: Org, threads: dict[str, str],
+                                                            db: Any) -> None:
+    """A summary names the model that wrote it; a `replay` one shows its label (recorded answers), not a bare id."""
+    offered = org.client.post("/admin/models", headers=org.admin, json={
+        "id": "demo", "provider": "replay", "model": "demo", "org_id": org.org_id})
+    assert offered.status_code == 201, offered.text
+    db.execute("INSERT INTO thread_summaries (org_id, id, thread_id, from_position, to_position, level, model, text)"
+               " VALUES (%s, 'sum_replayed', %s, 1, 2, 1, 'demo', 'Anna asked when her refund comes.')",
+               (org.org_id, threads["anna"]))
+    open_threads(app, org)
+    open_thread(app, threads["anna"])
+    detail_tab(app, "Summaries")
+    assert list(table(app, "summaries")["model"]) == [f"demo — {offered.json()['label']}"]
+
+
 def test_dsh_7_a_thread_without_working_state_says_so(app: AppTest, org: Org, threads: dict[str, str]) -> None:
     open_threads(app, org)
     open_thread(app, threads["bert"])

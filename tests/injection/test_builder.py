@@ -236,6 +236,42 @@ def test_inj_8_relevance_ranking_orders_by_the_turn_input(org, client, db):
     assert by_relevance.index("hiking") < by_relevance.index("nurse")
 
 
+def test_inj_8_relevance_is_the_vector_similarity_when_the_store_embeds(org, client, db):
+    """INJ-8: on a store that embeds, records are ordered by their vector's similarity to the input, words or
+    not; a record without a vector of the index's setting (not embedded yet, or by an older model) is ranked by
+    its full-text rank instead, which is in [0, 1) like a clamped similarity."""
+    from backend.providers.embeddings import HashingEmbeddings
+
+    embedding = {"provider": "hashing", "model": "hashing", "dimensions": 64}
+    response = client.post("/indexes", headers=org.full, json={"name": "embedded", "embedding": embedding})
+    assert response.status_code == 201, response.text
+    index_id = response.json()["id"]
+    ids = {name: _write(client, org, index_id, "anna", type="fact", text=text, confidence=0.8) for name, text in (
+        ("closest", "Owns a red bicycle"), ("wordy", "Loves a hiking trip, every hiking trip"),
+        ("unembedded", "Planned a hiking trip"), ("unrelated", "Works as a nurse"),
+        ("old_model", "Went on a hiking trip"))}
+    turn_input = "hiking trip"
+    query = HashingEmbeddings(64).embed_one(turn_input)
+    other = [1.0 if n == 0 else 0.0 for n in range(64)]  # made orthogonal to the query, then mixed in
+    other = [o - query[0] * q for o, q in zip(other, query, strict=True)]
+    norm = sum(o * o for o in other) ** 0.5
+    near = [0.9 * q + (1 - 0.9 ** 2) ** 0.5 * o / norm for q, o in zip(query, other, strict=True)]
+    for name, vector in (("closest", query), ("wordy", near), ("unrelated", [-x for x in query])):
+        db.execute("UPDATE memory_records SET embedding = %s::vector WHERE id = %s", (str(vector), ids[name]))
+    db.execute("UPDATE memory_records SET embedding = NULL, embedding_model = NULL WHERE id = %s",
+               (ids["unembedded"],))
+    db.execute("UPDATE memory_records SET embedding_model = 'hashing/old/64' WHERE id = %s", (ids["old_model"],))
+    for rank in ("relevance", "blend"):  # equal confidences: blend orders as relevance does
+        changed = client.patch(f"/memory/stores/{index_id}", headers=org.full, json={"injection": {"rank": rank}})
+        assert changed.status_code == 200, changed.text
+        order = _preview(client, org, index_id, "anna", input=turn_input)["trace"]["injected_ids"]
+        # Similarity 1.0 before 0.9 although only the second shares the input's words (0.7·sim + 0.3·words had
+        # put it first); the records without a current vector by their words, above the opposite vector (0).
+        assert order.index(ids["closest"]) < order.index(ids["wordy"]), rank
+        for name in ("unembedded", "old_model"):
+            assert order.index(ids[name]) < order.index(ids["unrelated"]), (rank, name)
+
+
 def test_inj_13_confidence_floor_gives_exactly_the_full_ranking(org, client, db, database_url, monkeypatch):
     """The index-range shortcut (a stored-confidence floor) must pick the same top records as sorting them all."""
     import random
@@ -486,3 +522,33 @@ def test_inj_13_a_sections_confidence_floor_reads_the_index_alone(org, client, d
         assert "Index Only Scan Backward" in lines[i], lines
         fetches = next(line for line in lines[i + 1:] if "Heap Fetches" in line)
         assert fetches.strip() == "Heap Fetches: 0", lines
+
+
+def test_inj_11_nothing_left_out_by_a_count_alone_is_not_blamed_on_the_budget(org, client, db):
+    """A block with `limit: 0` (or a store with `commitments.inject_limit: 0`) injects nothing although every line
+    fits: the reason names the count, and the previewer's note says which setting to raise, not the budget."""
+    index_id = _index(client, org)
+    fact = _write(client, org, index_id, "anna", type="fact", text="Has a dog named Rex")
+    none = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": index_id, "limit": 0}})
+    result = _preview(client, org, index_id, "anna", key_id=none["id"])
+    trace = result["trace"]
+    assert result["block"] == "" and (trace["dropped_by_count"], trace["dropped_by_budget"]) == (1, 0)
+    assert trace["reason"] == "limit_reached"
+    assert "`limit`" in result["note"] and "budget" not in result["note"]
+    assert {x["id"]: x["reason"] for x in trace["left_out"]} == {fact: "dropped_by_count"}
+
+    promises = _index(client, org, "promises")
+    _write(client, org, promises, "anna", type="commitment", text="Call the bank back",
+           commitment={"due_at": "2026-12-04T09:00:00+00:00", "promised_to": "bank"})
+    response = client.patch(f"/memory/stores/{promises}", headers=org.full, json={"commitments": {"inject_limit": 0}})
+    assert response.status_code == 200, response.text
+    result = _preview(client, org, promises, "anna")
+    assert result["block"] == "" and result["trace"]["reason"] == "limit_reached"
+    assert "inject_limit" in result["note"]
+    # Left out by the budget (here alongside the count): the budget is the one to raise.
+    response = client.patch(f"/memory/stores/{promises}", headers=org.full,
+                            json={"commitments": {"inject_limit": 0}, "injection": {"budget_tokens": 0}})
+    assert response.status_code == 200, response.text
+    _write(client, org, promises, "anna", type="fact", text="Prefers mornings")
+    result = _preview(client, org, promises, "anna")
+    assert result["trace"]["reason"] == "nothing_fits_budget" and "budget_tokens" in result["note"]

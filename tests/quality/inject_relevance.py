@@ -1,5 +1,6 @@
 """INJ-8 relevance ranking on the labelled development set: how the injection block orders a person's records by
-the turn's input, for the text share of the relevance formula (backend/domains/injection/repository.py TEXT_SHARE).
+the turn's input (backend/domains/injection/repository.py `_relevance`: vector similarity when the record holds a
+vector of the index's setting, else the full-text rank of the input's words).
 
 A `local` index holds the set's records; its store ranks by `relevance`. Each query of the set (and of the held-out
 questions) is a turn's input: the previewer builds that person's block, and the gold record counts as found when it
@@ -22,7 +23,6 @@ from typing import Any
 from tests.quality.devset import KINDS, Query, build, heldout
 from tests.quality.evaluate import MODES, analyser, load, scratch_org
 
-SHARES = (0.0, 0.3)
 TOP = 5
 
 
@@ -45,12 +45,9 @@ def row(label: str, by_kind: dict[str, list[float]]) -> str:
 
 
 def main() -> None:
-    from backend.domains.injection import repository
-
     logging.getLogger("httpx").setLevel(logging.WARNING)
     devset, held = build(), heldout().queries
-    chosen = repository.TEXT_SHARE
-    lines = ["| text share · queries | top-5 | " + " | ".join(KINDS) + " |",
+    lines = ["| queries | top-5 | " + " | ".join(KINDS) + " |",
              "| --- | ---: | " + " | ".join("---:" for _ in KINDS) + " |"]
     with scratch_org() as (org, url):
         index_id, refs = load(org, devset, MODES["local"])
@@ -58,25 +55,17 @@ def main() -> None:
         changed = org.client.patch(f"/memory/stores/{index_id}", headers=org.admin,
                                    json={"injection": {"rank": "relevance"}})
         assert changed.status_code == 200, changed.text
-        try:
-            for share in SHARES:
-                repository.TEXT_SHARE = share
-                lines.append(row(f"{share} · development", found_at(org, index_id, refs, devset.queries)))
-                lines.append(row(f"{share} · held-out", found_at(org, index_id, refs, held)))
-            # Between a change of model and the re-embedding job: no record has a vector of the index's setting.
-            import psycopg
-            from sqlalchemy.engine import make_url
+        lines.append(row("development", found_at(org, index_id, refs, devset.queries)))
+        lines.append(row("held-out", found_at(org, index_id, refs, held)))
+        # Between a change of model and the re-embedding job: no record has a vector of the index's setting.
+        import psycopg
+        from sqlalchemy.engine import make_url
 
-            plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-            with psycopg.connect(plain, autocommit=True) as conn:
-                conn.execute("UPDATE memory_records SET embedding_model = 'old/model/512' WHERE index_id = %s",
-                             (index_id,))
-            for share in (0.0, chosen):
-                repository.TEXT_SHARE = share
-                lines.append(row(f"{share} · development, no current vectors",
-                                 found_at(org, index_id, refs, devset.queries)))
-        finally:
-            repository.TEXT_SHARE = chosen
+        plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(plain, autocommit=True) as conn:
+            conn.execute("UPDATE memory_records SET embedding_model = 'old/model/512' WHERE index_id = %s",
+                         (index_id,))
+        lines.append(row("development, no current vectors", found_at(org, index_id, refs, devset.queries)))
     print("\n".join(lines))
 
 

@@ -190,3 +190,33 @@ def test_thr_7_a_deny_rule_still_filters_a_request_naming_nobody(client, org):
     for query in ("kikkerwoord", "open or dicht"):
         assert {h["thread_id"] for h in search(client, everything, query)["data"]} == {open_thread["id"], hidden["id"]}
         assert {h["thread_id"] for h in search(client, guarded, query)["data"]} == {open_thread["id"]}
+
+
+def test_thr_7_slices_reveal_nothing_of_threads_the_request_cannot_read(client, org, db):
+    """`searched_to` and `next_cursor` come from the threads the request reads only: Anna learns nothing of the
+    days Bob wrote, neither by paging back nor by naming his thread (404, as GET /threads/{id} answers her)."""
+    anna, bob = bearer(org.key, "anna"), bearer(org.key, "bob")
+    hers = new_thread(client, anna, items=[msg("user", "mijn eigen bericht")])
+    bobs = new_thread(client, bob, items=[msg("user", "zijn bericht"), msg("user", "nog een bericht")])
+    _age(db, bobs["items"][0]["id"], 30)
+    _age(db, bobs["items"][1]["id"], 20)
+    today = db.execute("SELECT created_at FROM thread_items WHERE id = %s",
+                       (hers["items"][0]["id"],)).fetchone()[0].astimezone(UTC).date()
+
+    first = search(client, anna, "bericht")
+    assert [h["item_id"] for h in first["data"]] == [hers["items"][0]["id"]]
+    # Nothing older that she may read: no cursor into Bob's weeks.
+    assert first["searched_to"] == str(today - timedelta(days=6)) and first["next_cursor"] is None
+    # Bob, reading his own thread, pages back into them.
+    assert search(client, bob, "bericht")["next_cursor"] is not None
+
+    # Naming Bob's thread is the 404 GET /threads/{id} gives her, whatever it holds; so is a thread that is not.
+    unreadable = client.get(f"/threads/{bobs['id']}", headers=anna)
+    named = client.get(f"/thread-items?q=bericht&thread_id={bobs['id']}", headers=anna)
+    assert_error(named, 404, code=unreadable.json()["code"], param="thread_id")
+    assert named.json()["message"] == unreadable.json()["message"]
+    assert_error(client.get("/thread-items?q=bericht&thread_id=thr_none", headers=anna), 404, param="thread_id")
+    # Her own thread and Bob's for him answer as before.
+    assert [h["item_id"] for h in search(client, anna, "bericht", thread_id=hers["id"])["data"]] == [
+        hers["items"][0]["id"]]
+    assert len(search(client, bob, "bericht", thread_id=bobs["id"])["data"]) == 1

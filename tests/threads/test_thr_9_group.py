@@ -88,3 +88,24 @@ def test_thr_9_writable_labels_limit_who_may_be_added(client, org, group_on):
                         headers=anna).status_code == 200
     assert client.patch(f"/threads/{thread['id']}", json={"labels": {"participants": ["anna", "carol"]}},
                         headers=bearer(key["secret"])).status_code == 200
+
+
+def test_thr_7_9_a_removed_participant_s_search_no_longer_reaches_the_thread_s_days(client, org, group_on, db):
+    key = org.make_key(name="group", policy=group_policy())
+    anna, bob = (bearer(org.subject_token(key["secret"], who)) for who in ("anna", "bob"))
+    group = new_thread(client, anna, labels={"participants": ["anna", "bob"]}, items=[msg("user", "oude verhuizing")])
+    db.execute("UPDATE thread_items SET created_at = now() - interval '20 days' WHERE id = %s",
+               (group["items"][0]["id"],))
+    new_thread(client, bob, items=[msg("user", "nieuwe verhuizing")])
+
+    def bobs_search(**params: str) -> dict:
+        response = client.get("/thread-items", params={"q": "verhuizing", **params}, headers=bob)
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    assert bobs_search()["next_cursor"] is not None  # a participant pages back into the group thread
+    assert client.patch(f"/threads/{group['id']}", json={"labels": {"participants": ["anna"]}},
+                        headers=anna).status_code == 200
+    assert bobs_search()["next_cursor"] is None  # removed: its days no longer show in his slices
+    assert_error(client.get("/thread-items", params={"q": "verhuizing", "thread_id": group["id"]}, headers=bob),
+                 404, param="thread_id")

@@ -47,3 +47,5 @@ def test_thr_stats_count_what_the_list_shows(client, org, other_org, db):
     read = db.execute("SELECT detail FROM audit_events WHERE action = 'thread.read' AND org_id = %s "
                       "AND detail->>'route' = 'GET /threads/stats'", (org.org_id,)).fetchall()
     assert len(read) == 1  # the administrator's count, audited; keys' counts are not reads of an administrator
+    # PLT-2: with the number of threads it counted.
+    assert read[0][0] == {"route": "GET /threads/stats", "filters": {}, "count": 4}

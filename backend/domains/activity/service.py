@@ -44,7 +44,8 @@ async def messages_per_day(ctx: RequestContext, days: int) -> dict[str, Any]:
     ctx.require_management()
     timezone, since, listed = _window(ctx, days)
     rows = await repo.messages_per_day(ctx.db, scope, since, timezone)
-    await thread_rules.admin_read(ctx, "GET /activity/messages", filters={"days": days})
+    await thread_rules.admin_read(ctx, "GET /activity/messages", filters={"days": days},
+                                  count=sum(r["count"] for r in rows))
     return _answer(timezone, listed, rows)
 
 

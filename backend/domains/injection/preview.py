@@ -92,14 +92,37 @@ async def preview(ctx: RequestContext, index_id: str, body: PreviewIn) -> dict[s
 
 
 def _note(built: Built, index_id: str, no_key: bool, agent_block: bool) -> str | None:
-    who = "agent" if agent_block else "key"
-    if no_key and not agent_block:
-        return "No key chosen: this store's default block under the default policy, as a key without settings of " \
-               "its own would get it."
+    """Why nothing is injected, or where the block comes from, or both: an empty default block still says why."""
     if agent_block and built.reason in AGENT_NOTES:
         return AGENT_NOTES[built.reason]
     if built.reason in NOTES:
         return NOTES[built.reason]
-    if built.index_id is not None and built.index_id != index_id:
-        return f"This {who} injects from the store {built.index_id}, not from {index_id}; shown is what its turns get."
+    where = None
+    if no_key and not agent_block:
+        where = "No key chosen: this store's default block under the default policy, as a key without settings of " \
+                "its own would get it."
+    elif built.index_id is not None and built.index_id != index_id:
+        who = "agent" if agent_block else "key"
+        where = f"This {who} injects from the store {built.index_id}, not from {index_id}; shown is what its turns get."
+    return " ".join(part for part in (where, _why_empty(built)) if part) or None
+
+
+def _why_empty(built: Built) -> str | None:
+    """An empty block's cause in words, naming the setting to raise (only the one that really left lines out)."""
+    if built.reason == "nothing_fits_budget":
+        return f"Nothing is injected: no line fits the budget of {built.budget_tokens} tokens, the smallest of the " \
+               "block's `budget_tokens`, the store's `injection.budget_tokens` and the server's ceiling; raise the " \
+               "one that binds (a section budget or the 40% shared share may also leave lines out)."
+    if built.reason == "limit_reached":
+        return f"Nothing is injected: every candidate was left out by a count; raise {_counts_reached(built)}."
     return None
+
+
+def _counts_reached(built: Built) -> str:
+    """The settings whose count left candidates out, so the note names what to raise and nothing else."""
+    settings = {"about_this_person": "the block's `limit`", "organisation": "the block's `limit`",
+                "commitments": "the store's `commitments.inject_limit`",
+                "past_sessions": "the store's `injection.episodes_limit`"}
+    left = built.block.left_out if built.block else []
+    named = dict.fromkeys(settings[x.section] for x in left if x.reason == "dropped_by_count" and x.section in settings)
+    return " and ".join(named) or "the block's `limit`"

@@ -76,10 +76,6 @@ class Ranking:
     model: str | None = None  # the index's embedding setting (fingerprint): only its vectors are compared
 
 
-# With both a vector and words, relevance = TEXT_SHARE * full-text rank + (1 - TEXT_SHARE) * similarity (INJ-8).
-TEXT_SHARE = 0.3
-
-
 def or_query(text: str | None) -> str | None:
     """The turn's input as an `or` of its words, so relevance rewards any shared word (websearch syntax)."""
     if not text:
@@ -155,23 +151,17 @@ def _filters(sel: Selection, half_lives: Mapping[str, float]) -> list[ColumnElem
 
 
 def _relevance(ranking: Ranking) -> ColumnElement[Any]:
-    """Similarity to the turn's input in [0, 1]: cosine similarity when the store embeds, fused with the full-text
-    rank of the input's words (stems, no stop words) when there are words; the full-text rank alone otherwise."""
-    similarity: Any = None
-    if ranking.vector is not None:
-        dims = len(ranking.vector)
-        qv = cast(VECTOR, Vector(dims))
-        cosine = 1 - cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
-        comparable = and_(func.vector_dims(R.c.embedding) == dims, R.c.embedding_model == MODEL)
-        similarity = case((comparable, func.greatest(cosine, 0)), else_=0.0)
-    words = func.ts_rank_cd(R.c.search, tsquery(QUERY), 32) if ranking.text_query else None
-    if similarity is not None and words is not None:
-        return cast(TEXT_SHARE * words + (1 - TEXT_SHARE) * similarity, Float)
-    if similarity is not None:
-        return cast(similarity, Float)
-    if words is not None:
+    """Similarity to the turn's input in [0, 1] (INJ-8): a record's cosine similarity (clamped) when the store embeds
+    and the record holds a vector of the index's setting; otherwise, as on a store without vectors, the full-text
+    rank of the input's words (stems, no stop words), which `ts_rank_cd(…, 32)` keeps in [0, 1) too. So a record
+    written moments ago, not embedded yet, still ranks by its words, on the same scale."""
+    words: Any = func.ts_rank_cd(R.c.search, tsquery(QUERY), 32) if ranking.text_query else literal(0.0)
+    if ranking.vector is None:
         return cast(words, Float)
-    return cast(literal(0.0), Float)
+    dims = len(ranking.vector)
+    cosine = 1 - cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(cast(VECTOR, Vector(dims)))
+    comparable = and_(func.vector_dims(R.c.embedding) == dims, R.c.embedding_model == MODEL)
+    return cast(case((comparable, func.greatest(cosine, 0)), else_=words), Float)
 
 
 def _columns(half_lives: Mapping[str, float], sel: Selection) -> list[Any]:

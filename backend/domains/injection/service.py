@@ -120,11 +120,19 @@ async def build(db: AsyncSession, scope: Scope, half_lives: dict[str, float], ch
         found_out = await repo.filtered_out(db, scope, half_lives, sel, wanted, FILTER_REASON_BOUND, seen)
         filtered = [{"id": r["id"], "section": section, "type": r["type"], "reason": r["reason"]}
                     for section, rows_out in found_out.items() for r in rows_out]
-    empty = None
-    if not block.lines:
-        empty = "nothing_fits_budget" if block.left_out else "no_records"
+    empty = None if block.lines else why_empty(block)
     truncated = frozenset(section for section, found in rows.items() if len(found) >= bounds[section])
     return Built(block, empty, block_cfg.index_id, budget, filtered, truncated)
+
+
+def why_empty(block: Block) -> str:
+    """Why a block has no line: the budget only when it left something out, since raising it is what the reason
+    tells an administrator to do; candidates left out by a count alone (`limit: 0`, `inject_limit: 0`) say so."""
+    if block.dropped_by_budget:
+        return "nothing_fits_budget"
+    if block.dropped_by_count:
+        return "limit_reached"
+    return "no_records"
 
 
 async def for_turn(ctx: RequestContext, *, agent_block: Any | None, turn_input: str | None,

@@ -10,7 +10,7 @@ from backend.access.context import RequestContext
 from backend.access.labels import check_labels
 from backend.access.scope import Scope
 from backend.domains.erasure import guard as erasure
-from backend.errors import ValidationFailed
+from backend.errors import NotFound, ValidationFailed
 from backend.ids import new_id
 from shared.schemas.threads import InputAudio, ItemIn, MessageIn, RefusalIn
 
@@ -23,6 +23,11 @@ def threads_scope(ctx: RequestContext) -> Scope:
     """PLT-6 first (without `threads`: the exact 404), then what the request reaches."""
     ctx.require_threads()
     return ctx.scope
+
+
+def unreachable(thread_id: str, param: str = "thread_id") -> NotFound:
+    """PLT-9: a thread that does not exist and one the request may not read answer the same 404."""
+    return NotFound(f"No thread {thread_id!r} is reachable with this credential.", param=param)
 
 
 # ---------------------------------------------------------------- documents
@@ -48,14 +53,17 @@ def note_document(row: dict[str, Any]) -> dict[str, Any]:
 
 
 async def admin_read(ctx: RequestContext, route: str, *, filters: dict[str, Any] | None = None,
-                      ids: list[str] | None = None, object_id: str | None = None) -> None:
-    """PLT-2: every read an administrator makes of threads is audited (ids, never text)."""
+                      ids: list[str] | None = None, object_id: str | None = None, count: int | None = None) -> None:
+    """PLT-2: every read an administrator makes of threads is audited with the ids returned or, for a read that
+    returns counts, `count` (what it counted); never text."""
     if not ctx.principal.is_admin:
         return
     detail: dict[str, Any] = {"route": route, "filters": {k: v for k, v in (filters or {}).items() if v}}
     if ids is not None:
         detail["ids"] = ids[:200]
         detail["count"] = len(ids)
+    if count is not None:
+        detail["count"] = count
     await ctx.audit("thread.read", subject_id=ctx.person, object_type="thread", object_id=object_id,
                     detail=detail)
 

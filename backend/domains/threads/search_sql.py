@@ -66,8 +66,8 @@ async def search_items(db: AsyncSession, scope: Scope, *, query: str | None, hea
                        ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """One page of hits in one fixed slice of history, in one statement (see `search_statement`).
 
-    Returns the slice (`lower`, the organisation's `tz`, whether `older` messages exist), None when the
-    organisation does not exist, and the hits.
+    Returns the slice (`lower`, the organisation's `tz`, whether `older` messages exist, whether the named
+    thread is `reachable`), None when the organisation does not exist, and the hits.
     """
     variants = [[{name: value}] + [{name: spelled} for spelled in _spelled(value)] for name, value in note_pairs]
     shape = SearchShape(
@@ -88,7 +88,8 @@ async def search_items(db: AsyncSession, scope: Scope, *, query: str | None, hea
     if not rows:  # no such organisation
         return None, []
     first = rows[0]  # the outer join always yields the slice row
-    window = {"lower": first["lower"], "tz": first["tz"], "older": bool(first["older"])}
+    window = {"lower": first["lower"], "tz": first["tz"], "older": bool(first["older"]),
+              "reachable": first.get("reachable", True)}
     return window, [r for r in rows if r["id"] is not None]
 
 
@@ -132,12 +133,22 @@ def _build_search(shape: SearchShape, scope: Scope) -> Any:
     from_ = bindparam("from_", type_=DateTime(timezone=True))
     thread_id = bindparam("thread_id", type_=Text)
 
+    def seen(thread: Any) -> list[ColumnElement[bool]]:
+        """The threads `GET /threads` shows this request (the policy as a bound clause)."""
+        return [T.c.org_id == org_id, T.c.id == thread, T.c.deleted_at.is_(None),
+                scope.visible("thread", "see", T.c.subject, T.c.labels, bound=True)]
+
     def history(*extra: ColumnElement[bool]) -> list[ColumnElement[bool]]:
+        """Messages the slice bounds read: only those of threads the request reads, or the days of others'
+        messages would show through `searched_to` and `next_cursor`. A named thread is checked once instead
+        (`reachable`: 404 when it is not), and a scope that sees every thread needs no check per message."""
         conds = [I.c.org_id == org_id, I.c.text.isnot(None), *extra]
         if shape.from_:
             conds.append(I.c.created_at >= from_)
         if shape.thread_id:
             conds.append(I.c.thread_id == thread_id)
+        elif not scope.sees_every("thread", "see"):
+            conds.append(select(T.c.id).where(*seen(I.c.thread_id)).correlate(I).exists())
         return conds
 
     tz = ORGS.c.timezone
@@ -154,8 +165,10 @@ def _build_search(shape: SearchShape, scope: Scope) -> Any:
     org = (select(lower_expr.label("lower"), tz.label("tz"))
            .where(ORGS.c.id == org_id).offset(literal_column("0")).subquery("org"))
     older = select(func.max(I.c.created_at)).where(*history(I.c.created_at < org.c.lower)).scalar_subquery()
-    bounds = (select(org.c.lower, org.c.tz, older.isnot(None).label("older"))
-              .cte("bounds").prefix_with("MATERIALIZED"))
+    slice_columns = [org.c.lower, org.c.tz, older.isnot(None).label("older")]
+    if shape.thread_id:
+        slice_columns.append(select(T.c.id).where(*seen(thread_id)).exists().label("reachable"))
+    bounds = select(*slice_columns).cte("bounds").prefix_with("MATERIALIZED")
 
     tsq = tsquery(bindparam("q", type_=Text)) if shape.query else None
     columns: list[Any] = [I.c.id, I.c.thread_id, I.c.type, I.c.role, I.c.subject, I.c.created_at, I.c.text]
@@ -190,7 +203,7 @@ def _build_search(shape: SearchShape, scope: Scope) -> Any:
     hits = (select(*columns).select_from(source).where(*conds)
             .order_by(I.c.created_at.desc(), I.c.id.desc()).limit(bindparam("limit", type_=Integer))
             .lateral("hits"))
-    outer: list[Any] = [bounds.c.lower, bounds.c.tz, bounds.c.older,
+    outer: list[Any] = [*bounds.c,
                         *(c for c in hits.c if tsq is None or c.key != "text")]
     if tsq is not None:
         # Excluded words never match a hit, but ts_headline would mark them; mark the wanted words only.

@@ -46,6 +46,8 @@ async def search(ctx: RequestContext, f: ItemSearchQuery, page: Page) -> dict[st
         fixed_lower=fixed_lower, from_=f.from_, window_days=search_mod.WINDOW_DAYS, thread_id=f.thread_id,
         thread_metadata=thread_metadata, role=f.role, note_author=note_author, note_pairs=note_pairs,
         limit=limit + 1)
+    if f.thread_id is not None and window is not None and not window["reachable"]:
+        raise rules.unreachable(f.thread_id)  # as GET /threads/{id} answers: nothing of its days shows (PLT-9)
     tz = (window or {}).get("tz") or "UTC"
     next_cursor: dict[str, Any] | None = None
     searched_to: date | None

@@ -10,9 +10,11 @@ import msgspec
 
 from backend.access.context import RequestContext
 from backend.db.plan_mode import let_key_checks_keep_plans
+from backend.domains.privacy import repository as privacy_repo
 from backend.domains.threads import repository as repo
 from backend.domains.threads import rules
 from backend.domains.threads import state as state_mod
+from backend.domains.turns.privacy import wanted as pseudonymizing_key
 from backend.errors import BadRequest, NotFound, ValidationFailed
 from backend.ids import new_id
 from backend.params import Page, pairs
@@ -23,7 +25,7 @@ from shared.schemas.threads import ItemIn, ThreadCreate, ThreadPatch, ThreadQuer
 async def visible_thread(ctx: RequestContext, thread_id: str, param: str = "thread_id") -> dict[str, Any]:
     row = await repo.get_thread(ctx.db, rules.threads_scope(ctx), thread_id)
     if row is None:
-        raise NotFound(f"No thread {thread_id!r} is reachable with this credential.", param=param)
+        raise rules.unreachable(thread_id, param)
     return row
 
 
@@ -90,7 +92,7 @@ async def thread_stats(ctx: RequestContext, f: ThreadQuery) -> dict[str, Any]:
     scope = rules.threads_scope(ctx)
     ctx.require_management()
     counted = await repo.thread_counts(ctx.db, scope, _checked(f), _owner_filter(ctx, f.subject))
-    await rules.admin_read(ctx, "GET /threads/stats", filters=_described(f))
+    await rules.admin_read(ctx, "GET /threads/stats", filters=_described(f), count=counted["threads"])
     return {"threads": counted["threads"], "shared": counted["shared"],
             "people": counted["people"] if ctx.person is None else None,
             "messages": {role: counted[role] for role in ("user", "assistant", "developer")}}
@@ -156,6 +158,9 @@ async def _append(ctx: RequestContext, thread_id: str, items: list[ItemIn]) -> l
     written = await repo.append_items(ctx.db, ctx.org_id, thread_id, rules.item_rows(ctx, items))
     if written is None:
         raise NotFound(f"The thread {thread_id!r} was deleted while this request ran.", param="thread_id")
+    if pseudonymizing_key(ctx):
+        # EXT-11: as a turn of this key would, so extraction and summaries hide the thread's personal data too.
+        await privacy_repo.mark_pseudonymized(ctx.db, ctx.org_id, thread_id)
     return written
 
 
