@@ -24,6 +24,13 @@ from backend.domains.privacy import repository as repo
 from backend.providers.pii import Pseudonymizer, detector_for, known_from_attributes
 
 
+def wanted(ctx: RequestContext) -> bool:
+    """A key with `privacy.pseudonymize` hides personal data from its models (its turns, and extraction and
+    summaries of the threads it writes in)."""
+    privacy = (ctx.principal.key or {}).get("privacy") or {}
+    return bool(privacy.get("pseudonymize"))
+
+
 async def open_pseudonymizer(ctx: RequestContext, thread_id: str | None, *,
                              subject: str | EllipsisType | None = ...) -> Pseudonymizer:
     """The thread's stored placeholders (none for `thread_id` None) with the configured detector; the request's

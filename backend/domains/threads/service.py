@@ -11,10 +11,10 @@ import msgspec
 from backend.access.context import RequestContext
 from backend.db.plan_mode import let_key_checks_keep_plans
 from backend.domains.privacy import repository as privacy_repo
+from backend.domains.privacy import service as privacy
 from backend.domains.threads import repository as repo
 from backend.domains.threads import rules
 from backend.domains.threads import state as state_mod
-from backend.domains.turns.privacy import wanted as pseudonymizing_key
 from backend.errors import BadRequest, NotFound, ValidationFailed
 from backend.ids import new_id
 from backend.params import Page, pairs
@@ -158,7 +158,7 @@ async def _append(ctx: RequestContext, thread_id: str, items: list[ItemIn]) -> l
     written = await repo.append_items(ctx.db, ctx.org_id, thread_id, rules.item_rows(ctx, items))
     if written is None:
         raise NotFound(f"The thread {thread_id!r} was deleted while this request ran.", param="thread_id")
-    if pseudonymizing_key(ctx):
+    if privacy.wanted(ctx):
         # EXT-11: as a turn of this key would, so extraction and summaries hide the thread's personal data too.
         await privacy_repo.mark_pseudonymized(ctx.db, ctx.org_id, thread_id)
     return written

@@ -7,13 +7,7 @@ hold real values.
 
 from __future__ import annotations
 
-from backend.access.context import RequestContext
 from backend.domains.privacy.messages import hide_messages, restore_arguments
+from backend.domains.privacy.service import wanted
 
 __all__ = ["hide_messages", "restore_arguments", "wanted"]
-
-
-def wanted(ctx: RequestContext) -> bool:
-    """A key with `privacy.pseudonymize` hides personal data from its models."""
-    privacy = (ctx.principal.key or {}).get("privacy") or {}
-    return bool(privacy.get("pseudonymize"))
