@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import polars as pl
@@ -120,6 +120,12 @@ def test_exp_2_filters_index_type_subject_shared_since_until(mem, seeded, client
     assert ids(after=cut.isoformat()) == {s["bob"], s["shared"]}
     assert ids(before=cut.isoformat()) == {s["anna_fact"], s["anna_commitment"]}
     assert ids(after=(cut + timedelta(days=1)).isoformat()) == set()
+    # Any offset an instant may carry, also one PostgreSQL does not read (beyond ±15:59), at the calendar's ends too.
+    assert ids(before="1075-07-31T15:33:51+22:22") == set()
+    assert ids(after=cut.astimezone(timezone(timedelta(hours=23, minutes=59))).isoformat()) == {s["bob"], s["shared"]}
+    assert ids(after="0001-01-01T00:00:00+22:22") == set(s.values())
+    assert ids(before="0001-01-01T00:00:00+05:00") == set()
+    assert ids(before="9999-12-31T23:00:00-22:22") == set(s.values())
     assert ids(metadata="source:chat") == {s["anna_fact"]}  # JSONB parameters reach the COPY statement
     assert ids(metadata="n:5", label="team:red", tag="DOCKER") == {s["anna_fact"]}
     assert ids(metadata="source:mail") == set()

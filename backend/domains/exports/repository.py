@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, ColumnElement, Text, cast, func, select
@@ -147,6 +147,22 @@ def _row_end(block: bytearray | bytes, end: int) -> int:
     return pos
 
 
+def _in_utc(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Instants in UTC: psycopg sends an instant as text with its offset, and PostgreSQL reads offsets up to ±15:59
+    only, where an API instant may carry any (asyncpg, elsewhere, sends them as UTC). One within hours of the start
+    of year 1 or the end of year 9999 has no UTC form in Python: it becomes that start or end, which no record is
+    near."""
+    def utc(value: Any) -> Any:
+        if not isinstance(value, datetime) or value.tzinfo is None:
+            return value
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            return (datetime.min if value.year == 1 else datetime.max).replace(tzinfo=UTC)
+
+    return {name: utc(value) for name, value in params.items()}
+
+
 class CsvBlocks:
     """`COPY (query) TO STDOUT` as CSV, handed over in blocks of whole rows of about `block_bytes`.
 
@@ -164,11 +180,11 @@ class CsvBlocks:
         self._org_id = org_id  # row-level security: the connection acts as coremem_app for this organisation
         compiled = query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
         self._statement = f"COPY ({compiled.string}) TO STDOUT WITH (FORMAT csv)"
-        self._params = compiled.params
+        self._params = _in_utc(compiled.params)
         self._count: tuple[str, Any] | None = None
         if count_query is not None:
             counting = count_query.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
-            self._count = (counting.string, counting.params)
+            self._count = (counting.string, _in_utc(counting.params))
         self.count: int | None = None  # set by `open` when a count query was given
         self._conninfo = conninfo
         self._block_bytes = block_bytes
