@@ -109,20 +109,20 @@ async def next_window(ctx: RequestContext, index_id: str, thread_id: str) -> Win
         return SKIP
     person = thread["subject"]
     author = await author_principal(ctx, switch, person)
-    refusal = NO_CAPABILITIES if author is None else author_refusal(ctx, author, index_id)
-    if author is None or refusal is not None:  # known before the model is asked: no tokens spent for nothing
+    acting = ctx.acting_as(author) if author is not None else None  # the window is read and written as its author
+    refusal = NO_CAPABILITIES if acting is None else author_refusal(acting, index_id)
+    if acting is None or refusal is not None:  # known before the model is asked: no tokens spent for nothing
         await fail(ctx, window["id"], "permission_denied", refusal or NO_CAPABILITIES)
         return SKIP
     model = await models_repo.find(db, org_id, switch["model"])
     assert model is not None  # state_of checked it in this transaction
     items = await items_repo.items_between(db, org_id, thread_id, window["first_position"], window["last_position"])
     lines = [text for text in (prompt.line(item) for item in items) if text is not None]
-    records = await repo.current_records(db, ctx.acting_as(author).scope, index_id, person, switch["types"],
-                                         RECORDS_SENT)
+    records = await repo.current_records(db, acting.scope, index_id, person, switch["types"], RECORDS_SENT)
     pz = None
     if thread["pseudonymized"]:
         try:
-            pz = await open_pseudonymizer(ctx.acting_as(author), thread_id)
+            pz = await open_pseudonymizer(acting, thread_id)
             lines = [pz.hide(text) for text in lines]
             records = [{**r, "text": pz.hide(r["text"])} for r in records]
         except PiiUnavailable as exc:
@@ -139,15 +139,15 @@ async def next_window(ctx: RequestContext, index_id: str, thread_id: str) -> Win
     return WindowWork(org_id, index_id, window["id"], thread_id, person, items[0]["id"] if items else "",
                       items[-1]["id"] if items else "", spec_of(model), tuple(messages),
                       prompt.schema(switch["types"], episodes=episodes, lessons=lessons),
-                      tuple(switch["types"]), author, pz, tuple(sorted(people)), thread["now"], session, lessons)
+                      tuple(switch["types"]), acting.principal, pz, tuple(sorted(people)), thread["now"], session,
+                      lessons)
 
 
-def author_refusal(ctx: RequestContext, author: Principal, index_id: str) -> str | None:
-    """Why the switch's author can no longer write this store's records (EXT-3, EXT-5), or None. What its policy
-    says of each record is judged when the record is written."""
-    if not {"threads", "memory"} <= author.capabilities:
+def author_refusal(acting: RequestContext, index_id: str) -> str | None:
+    """Why the switch's author (`acting`: the request as its author) can no longer write this store's records
+    (EXT-3, EXT-5), or None. What its policy says of each record is judged when the record is written."""
+    if not {"threads", "memory"} <= acting.principal.capabilities:
         return NO_CAPABILITIES
-    acting = ctx.acting_as(author)
     if not acting.management_scope.reaches_index(index_id):
         return (f"The switch's author key's policy no longer reaches index {index_id!r}: add it to the policy's "
                 "`indexes`, or send the switch again with a key that reaches it.")
