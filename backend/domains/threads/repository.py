@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from psycopg.errors import ForeignKeyViolation
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
@@ -25,6 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
@@ -153,18 +155,24 @@ async def list_threads(db: AsyncSession, scope: Scope, f: ThreadQuery, *, owner:
     return [dict(r._mapping) for r in (await db.execute(query)).all()]
 
 
-async def update_thread(db: AsyncSession, org_id: str, thread_id: str, values: dict[str, Any]) -> datetime:
-    result = await db.execute(update(T).where(T.c.org_id == org_id, T.c.id == thread_id)
+async def update_thread(db: AsyncSession, org_id: str, thread_id: str, values: dict[str, Any]) -> datetime | None:
+    """The new `updated_at`; None, writing nothing, when the thread was deleted (or its owner erased) since it was
+    read: the row lock waits for that transaction, then the row no longer matches."""
+    result = await db.execute(update(T).where(T.c.org_id == org_id, T.c.id == thread_id, T.c.deleted_at.is_(None))
                               .values(**values, updated_at=func.now()).returning(T.c.updated_at))
-    updated_at: datetime = result.scalar_one()
+    updated_at: datetime | None = result.scalar_one_or_none()
     return updated_at
 
 
-async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> None:
+async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> bool:
     """THR-6: remove the content and keep the id, owner and times for the responses that name the thread.
-    The row is marked first: a summary job holding it (compaction) finishes before, or sees the deletion."""
-    await db.execute(update(T).where(T.c.org_id == org_id, T.c.id == thread_id)
-                     .values({"metadata": {}, "labels": {}, "deleted_at": func.now(), "updated_at": func.now()}))
+    The row is marked first: a summary job holding it (compaction) finishes before, or sees the deletion. False,
+    removing nothing, when another request deleted the thread (or erased its owner) since it was read."""
+    marked = await db.execute(update(T).where(T.c.org_id == org_id, T.c.id == thread_id, T.c.deleted_at.is_(None))
+                              .values({"metadata": {}, "labels": {}, "deleted_at": func.now(),
+                                       "updated_at": func.now()}).returning(T.c.id))
+    if marked.first() is None:
+        return False
     await db.execute(delete(SUM).where(SUM.c.org_id == org_id, SUM.c.thread_id == thread_id))
     # The tombstone row stays, so the cascade would not fire: the placeholders' real values go here (TRN-10).
     await db.execute(delete(PSEUDO).where(PSEUDO.c.org_id == org_id, PSEUDO.c.thread_id == thread_id))
@@ -172,6 +180,7 @@ async def tombstone(db: AsyncSession, org_id: str, thread_id: str) -> None:
     await db.execute(delete(N).where(N.c.org_id == org_id, N.c.thread_id == thread_id))
     await db.execute(delete(I).where(I.c.org_id == org_id, I.c.thread_id == thread_id))
     await turns_repo.forget_thread(db, org_id, thread_id)
+    return True
 
 
 # ---------------------------------------------------------------- items
@@ -206,13 +215,28 @@ async def get_item(db: AsyncSession, org_id: str, thread_id: str, item_id: str) 
 # ---------------------------------------------------------------- notes (THR-8)
 
 async def put_note(db: AsyncSession, org_id: str, thread_id: str, item_id: str, author: str,
-                   metadata: dict[str, Any]) -> dict[str, Any]:
-    stmt = pg_insert(N).values(org_id=org_id, item_id=item_id, author=author, thread_id=thread_id,
-                                   **{"metadata": metadata})
+                   metadata: dict[str, Any]) -> dict[str, Any] | None:
+    """The note; None, writing nothing, when the item or its thread is gone since they were read.
+
+    Written only on an item of a live thread. A deletion that commits while this statement waits (on the note it
+    removes, or in the item's key check) fails the key check: the savepoint turns that into None. One that commits
+    after it removes the note with the item (the key's cascade). No row lock is taken beyond those, so the order
+    stays the deleters' (notes, then items) and nothing deadlocks with them."""
+    live_item = (select(I.c.org_id, I.c.id, literal(author, Text), I.c.thread_id, _json(metadata))
+                 .select_from(I.join(T, and_(T.c.org_id == I.c.org_id, T.c.id == I.c.thread_id)))
+                 .where(I.c.org_id == org_id, I.c.thread_id == thread_id, I.c.id == item_id,
+                        T.c.deleted_at.is_(None)))
+    stmt = pg_insert(N).from_select(["org_id", "item_id", "author", "thread_id", "metadata"], live_item)
     stmt = stmt.on_conflict_do_update(index_elements=[N.c.org_id, N.c.item_id, N.c.author],
                                       set_={"metadata": stmt.excluded["metadata"], "updated_at": func.now()})
-    row = (await db.execute(stmt.returning(N))).one()
-    return dict(row._mapping)
+    try:
+        async with db.begin_nested():
+            row = (await db.execute(stmt.returning(N))).first()
+    except IntegrityError as error:
+        if not isinstance(error.orig, ForeignKeyViolation):
+            raise
+        return None
+    return None if row is None else dict(row._mapping)
 
 
 async def list_notes(db: AsyncSession, org_id: str, item_id: str, author: str | None) -> list[dict[str, Any]]:
@@ -239,13 +263,25 @@ async def get_state(db: AsyncSession, org_id: str, thread_id: str, *, lock: bool
     return await _STATE[lock].first(db, {"org_id": org_id, "thread_id": thread_id})
 
 
-async def lock_state(db: AsyncSession, org_id: str, thread_id: str) -> dict[str, Any]:
-    """The state row, created empty at version 0 if absent, locked until the transaction ends."""
-    await db.execute(pg_insert(S).values(org_id=org_id, thread_id=thread_id, state={}, version=0, size=2)
-                     .on_conflict_do_nothing(index_elements=[S.c.org_id, S.c.thread_id]))
-    state = await get_state(db, org_id, thread_id, lock=True)
-    assert state is not None
-    return state
+# THR-6: a state write holds the live thread's row, as an append does, until its transaction ends: a deletion waits
+# for it, or it waits for the deletion, sees the row marked and writes nothing (the tombstone row stays, so the
+# state's key check would not refuse it).
+_STATE_OPENED = Prepared(text(
+    "WITH live AS (SELECT org_id, id FROM threads WHERE org_id = :org_id AND id = :thread_id "
+    "AND deleted_at IS NULL FOR NO KEY UPDATE), "
+    "opened AS (INSERT INTO thread_states (org_id, thread_id, state, version, size) "
+    "SELECT org_id, id, CAST('{}' AS jsonb), 0, 2 FROM live ON CONFLICT (org_id, thread_id) DO NOTHING) "
+    "SELECT count(*) AS live FROM live").bindparams(bindparam("org_id", type_=Text),
+                                                    bindparam("thread_id", type_=Text)))
+
+
+async def lock_live_state(db: AsyncSession, org_id: str, thread_id: str) -> dict[str, Any] | None:
+    """The state row, created empty at version 0 if absent, locked (with the thread's row) until the transaction
+    ends; None, writing nothing, when the thread was deleted (or its owner erased) since it was read."""
+    opened = await _STATE_OPENED.first(db, {"org_id": org_id, "thread_id": thread_id})
+    if not opened or not opened["live"]:
+        return None
+    return await get_state(db, org_id, thread_id, lock=True)
 
 
 async def write_state(db: AsyncSession, org_id: str, thread_id: str, state: dict[str, Any], version: int,
@@ -289,10 +325,6 @@ async def list_summaries(db: AsyncSession, org_id: str, thread_id: str, after: s
         query = query.where(SUM.c.id > after)
     query = query.order_by(SUM.c.id).limit(limit)
     return [dict(r._mapping) for r in (await db.execute(query)).all()]
-
-
-async def insert_summary(db: AsyncSession, values: dict[str, Any]) -> dict[str, Any]:
-    return dict((await db.execute(insert(SUM).values(**values).returning(SUM))).one()._mapping)
 
 
 # ---------------------------------------------------------------- erasure of a person

@@ -89,8 +89,9 @@ async def thread_stats(ctx: RequestContext, f: ThreadQuery) -> dict[str, Any]:
 
     For a request that names a person the number of owners is left out: threads others opened to her through a
     group rule would tell her how many other people she shares threads with."""
-    scope = rules.threads_scope(ctx)
+    ctx.require_threads()
     ctx.require_management()
+    scope = ctx.management_scope  # a management route: a key's `subjects_required` does not apply (PLT-7)
     counted = await repo.thread_counts(ctx.db, scope, _checked(f), _owner_filter(ctx, f.subject))
     await rules.admin_read(ctx, "GET /threads/stats", filters=_described(f), count=counted["threads"])
     return {"threads": counted["threads"], "shared": counted["shared"],
@@ -137,6 +138,8 @@ async def patch_thread(ctx: RequestContext, thread_id: str, body: ThreadPatch) -
         await rules.not_erased(ctx, row["subject"], labels=values["labels"], labels_before=row["labels"])
     if values:
         updated_at = await repo.update_thread(ctx.db, ctx.org_id, thread_id, values)
+        if updated_at is None:  # deleted (or its owner erased) since it was read: as GET answers now
+            raise rules.unreachable(thread_id)
         row = {**row, **values, "updated_at": updated_at}
     return rules.thread_document(ctx, row)
 
@@ -144,7 +147,8 @@ async def patch_thread(ctx: RequestContext, thread_id: str, body: ThreadPatch) -
 async def delete_thread(ctx: RequestContext, thread_id: str) -> None:
     row = await visible_thread(ctx, thread_id)
     _require(ctx, row, "delete")
-    await repo.tombstone(ctx.db, ctx.org_id, thread_id)
+    if not await repo.tombstone(ctx.db, ctx.org_id, thread_id):  # another request deleted it meanwhile
+        raise rules.unreachable(thread_id)
     await ctx.audit("thread.deleted", subject_id=ctx.person, object_type="thread", object_id=thread_id)
 
 
@@ -226,6 +230,9 @@ async def put_note(ctx: RequestContext, thread_id: str, item_id: str, metadata: 
     await rules.not_erased(ctx)
     await let_key_checks_keep_plans(ctx.db)  # the note's key check against `thread_items` (backend/db/plan_mode.py)
     row = await repo.put_note(ctx.db, ctx.org_id, thread_id, item_id, ctx.person or "", note)
+    if row is None:  # the thread or the item went since it was read: the 404 a read now answers
+        await _noted_message(ctx, thread_id, item_id)
+        raise rules.unreachable(thread_id)
     return rules.note_document(row)
 
 
@@ -241,6 +248,7 @@ async def list_notes(ctx: RequestContext, thread_id: str, item_id: str) -> list[
 async def delete_note(ctx: RequestContext, thread_id: str, item_id: str) -> None:
     await _noted_message(ctx, thread_id, item_id)
     if not await repo.delete_note(ctx.db, ctx.org_id, item_id, ctx.person or ""):
+        await _noted_message(ctx, thread_id, item_id)  # a deletion meanwhile took the note: its 404 first
         raise NotFound("This request's person keeps no note on this item.", param="item_id")
 
 
@@ -262,7 +270,9 @@ async def write_state(ctx: RequestContext, thread_id: str, *, replace: dict[str,
     _require(ctx, row, "write")
     await rules.not_erased(ctx, row["subject"])
     expected = state_mod.parse_if_match(if_match)
-    current = await repo.lock_state(ctx.db, ctx.org_id, thread_id)
+    current = await repo.lock_live_state(ctx.db, ctx.org_id, thread_id)
+    if current is None:  # deleted (or its owner erased) since it was read
+        raise rules.unreachable(thread_id)
     if expected is not None and expected != current["version"]:
         raise state_mod.stale(expected, current["version"])
     new_state = replace if replace is not None else state_mod.merge_patch(current["state"], patch)
