@@ -80,6 +80,9 @@ def test_mem_21_write_tool_tells_todays_date_in_the_turns_zone(mem: Mem, client:
         client.patch(org_url, json={"timezone": "UTC"}, headers=mem.admin)
     assert_error(client.get("/tools", params={"source": "memory", "timezone": "Mars/Olympus"}, headers=mem.anna()),
                  422, param="timezone")
+    # An empty zone is a bad zone, not the organisation's (THR-12's rule for empty values).
+    assert_error(client.get("/tools", params={"source": "memory", "timezone": ""}, headers=mem.anna()),
+                 422, param="timezone")
 
 
 def test_mem_21_write_tool_creates_confirms_and_replaces(mem: Mem, client: Any, db: Any) -> None:

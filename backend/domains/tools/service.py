@@ -21,7 +21,7 @@ PAGE = 200
 
 def zone_name(ctx: RequestContext, requested: str | None) -> str:
     """The turn's zone: the request's `timezone`, else the organisation's, else UTC (MEM-21)."""
-    if requested:
+    if requested is not None:  # "" is refused (422), not taken for the organisation's zone
         return check_timezone(requested, "timezone")
     return str(ctx.org.get("timezone") or "UTC")
 

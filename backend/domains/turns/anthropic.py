@@ -111,7 +111,8 @@ def as_turn(body: MessagesCreate, header_thread: str | None) -> dict[str, Any]:
                          code="conflicting_thread_fields")
     items = [item for i, message in enumerate(body.messages) for item in _items(i, message)]
     turn: dict[str, Any] = {"input": items, "model": body.model, "agent_id": body.agent_id, "store": body.store,
-                            "tools": _tools(body.tools), "thread_id": header_thread or body.thread_id,
+                            "tools": _tools(body.tools),
+                            "thread_id": header_thread if header_thread is not None else body.thread_id,
                             "user": body.user, "timezone": body.timezone, "stream": body.stream,
                             "temperature": body.temperature, "top_p": body.top_p, "max_output_tokens": body.max_tokens,
                             "metadata": body.metadata}

@@ -9,7 +9,7 @@ from litestar import Controller, Response, get, post
 from litestar.params import Parameter
 
 from backend.access.context import RequestContext
-from backend.domains.turns import anthropic, reads, service
+from backend.domains.turns import anthropic, inputs, reads, service
 from backend.errors import ApiError, ValidationFailed
 from shared.schemas.turns import MessageOut, MessagesCreate, ResponseCreate, ResponseOut
 
@@ -28,9 +28,9 @@ class ResponseController(Controller):
 
     @post("",
           summary="Run a turn: the model answers with memory injected and tools run; kept in a thread")
-    async def create(self, data: ResponseCreate, turn: RequestContext,
+    async def create(self, data: ResponseCreate, turn: RequestContext, thread: ThreadHeader = None,
                      idempotency_key: IdempotencyKey = None) -> Response[ResponseOut]:
-        doc = await service.run(turn, data, idempotency_key)
+        doc = await service.run(turn, inputs.with_thread_header(data, thread), idempotency_key)
         return Response(msgspec.convert(doc, ResponseOut), status_code=201, headers=_thread_header(doc))
 
     @get("/{response_id:str}", summary="A response with its trace (injection, tools, model, usage, timings)")

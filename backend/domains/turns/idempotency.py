@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from backend.access.context import RequestContext
-from backend.domains.turns import documents
+from backend.domains.turns import abandoned, documents
 from backend.domains.turns import repository as repo
 from backend.errors import Conflict, ValidationFailed
 from shared.schemas.turns import ResponseCreate
@@ -26,7 +26,8 @@ def owner(ctx: RequestContext) -> str:
 
 
 async def replayed(ctx: RequestContext, body: ResponseCreate, key: str | None) -> dict[str, Any] | None:
-    """The same key and body answer the stored response; another body 422; still running 409."""
+    """The same key and body answer the stored response; another body 422; still running 409 (abandoned: failed,
+    see abandoned.py)."""
     if key is None:
         return None
     if not body.store or "threads" not in ctx.principal.capabilities:
@@ -40,6 +41,7 @@ async def replayed(ctx: RequestContext, body: ResponseCreate, key: str | None) -
     if row["request_digest"] != digest(body):
         raise ValidationFailed("This `Idempotency-Key` was used with a different request body; use a new key for a "
                                "new request.", param="Idempotency-Key", code="idempotency_key_reused")
+    row = await abandoned.settled(ctx, row)  # a turn whose process stopped replays as failed
     if row["status"] == "in_progress":
         raise in_flight()
     return documents.document(row)

@@ -39,6 +39,24 @@ def thread_field(body: ResponseCreate) -> tuple[str, str] | None:
     return named[0] if named else None
 
 
+def with_thread_header(body: ResponseCreate, header: str | None) -> ResponseCreate:
+    """TRN-1/TRN-9: the `X-Core-Thread-Id` header means `thread_id` (so it counts in the Idempotency-Key's digest);
+    naming another thread in the body, or the conversation by `previous_response_id` too, is 400."""
+    if header is None:
+        return body
+    named = thread_field(body)
+    if named is None:
+        return msgspec.structs.replace(body, thread_id=header)
+    name, value = named
+    if name == "previous_response_id":
+        raise BadRequest("Name the conversation once: the X-Core-Thread-Id header and `previous_response_id` were "
+                         "both sent.", param=name, code="conflicting_thread_fields")
+    if value != header:
+        raise BadRequest(f"The X-Core-Thread-Id header and `{name}` name different threads.", param=name,
+                         code="conflicting_thread_fields")
+    return body
+
+
 def refuse_state_copy(body: ResponseCreate, field: tuple[str, str] | None) -> None:
     """THR-12: `working_state_from` starts a new thread; a turn that continues one, or keeps none, has no use for it."""
     if body.working_state_from is None or (field is None and body.store):

@@ -7,7 +7,7 @@ from typing import Any
 from backend.access.context import RequestContext
 from backend.domains.threads import repository as threads_repo
 from backend.domains.threads import rules as thread_rules
-from backend.domains.turns import documents
+from backend.domains.turns import abandoned, documents
 from backend.domains.turns import repository as repo
 from backend.errors import NotFound
 
@@ -30,4 +30,4 @@ async def read(ctx: RequestContext, response_id: str) -> dict[str, Any]:
     ctx.require_threads()
     row, _ = await reachable(ctx, response_id, param="response_id")
     await thread_rules.admin_read(ctx, "GET /responses/{id}", ids=[response_id], object_id=row["thread_id"])
-    return documents.document(row, with_trace=True)
+    return documents.document(await abandoned.settled(ctx, row), with_trace=True)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, Literal
 
-from sqlalchemy import bindparam, func, null, select, update
+from sqlalchemy import Interval, bindparam, func, null, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -54,10 +54,13 @@ def _accepting(new_thread: bool) -> Prepared:
 
 
 _ACCEPT = {new_thread: _accepting(new_thread) for new_thread in (False, True)}
-# With the turn's usage rows (PLT-18) in the same statement, and (_FINISH_APPENDING) its output items.
-_FINISH_UPDATE = (update(R).where(R.c.org_id == bindparam("org_id"), R.c.id == bindparam("response_id"))
+# With the turn's usage rows (PLT-18) in the same statement, and (_FINISH_APPENDING) its output items. Only a
+# response still `in_progress` is finished: one failed as abandoned meanwhile (abandoned.py) stays failed, and the
+# row lock makes the later of the two see the other's write.
+_FINISH_UPDATE = (update(R).where(R.c.org_id == bindparam("org_id"), R.c.id == bindparam("response_id"),
+                                  R.c.status == "in_progress")
                   .values({c: bindparam(c) for c in _FINISHED}).add_cte(usage.record_many_cte()))
-_FINISH = Prepared(_FINISH_UPDATE)
+_FINISH = Prepared(_FINISH_UPDATE.returning(R.c.id))
 _TAKEN, _APPENDED = item_writes.append_ctes()
 _FINISH_APPENDING = Prepared(_FINISH_UPDATE.add_cte(_TAKEN).add_cte(_APPENDED).returning(
     select(func.count()).select_from(_APPENDED).scalar_subquery().label("appended")))
@@ -88,25 +91,55 @@ async def accept(db: AsyncSession, values: dict[str, Any], items: list[dict[str,
     return Accepted(row["accepted_at"], None if row["first"] is None else (row["first"], row["last"]))
 
 
+Finished = Literal["kept", "thread_deleted", "settled"]
+
+
 async def finish(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any],
                  usage_rows: list[dict[str, Any]], *, thread_id: str | None = None,
-                 items: list[dict[str, Any]] | None = None) -> bool:
+                 items: list[dict[str, Any]] | None = None) -> Finished:
     """A turn's end: status, output, usage, error, trace and completion time, and the usage rows of its model
     calls (`usage.repository.record_many`'s). With `items` (rows as `item_writes.append_items` takes them), they
-    are appended to `thread_id` in the same statement; False when that thread was deleted meanwhile (nothing was
-    appended: the caller rolls the rest back)."""
+    are appended to `thread_id` in the same statement. "kept"; "thread_deleted" when that thread was deleted
+    meanwhile (nothing was appended); "settled" when the response is no longer `in_progress` (it was left as it
+    is, but the usage rows and items may have been written). Unless "kept", the caller rolls the rest back."""
     params = {"org_id": org_id, "response_id": response_id, **values, **usage.carried_params(usage_rows)}
     if not items:
-        await _FINISH.all(db, params)
-        return True
+        return "kept" if await _FINISH.all(db, params) else "settled"
     assert thread_id is not None
     rows = await _FINISH_APPENDING.all(db, {**params, **item_writes.append_params(org_id, thread_id, items)})
-    return bool(rows) and rows[0]["appended"] == len(items)
+    if not rows:
+        return "settled"
+    return "kept" if rows[0]["appended"] == len(items) else "thread_deleted"
+
+
+async def add_usage(db: AsyncSession, org_id: str, response_id: str, spent: dict[str, int]) -> dict[str, Any] | None:
+    """TRN-11: what a turn that finished after its response was settled (failed as abandoned) cost, on that
+    response; the row as it is now."""
+    row = (await db.execute(update(R).where(R.c.org_id == org_id, R.c.id == response_id).values(usage=spent)
+                            .returning(*R.c))).mappings().first()
+    return dict(row) if row else None
 
 
 async def mark_failed(db: AsyncSession, org_id: str, response_id: str, values: dict[str, Any]) -> None:
     await db.execute(update(R).where(R.c.org_id == org_id, R.c.id == response_id)
                      .values({"completed_at": func.now(), **values}))
+
+
+# The row lock makes a turn finishing right now win: the WHERE is checked again once it has committed.
+_FAIL_ABANDONED = (update(R).where(R.c.org_id == bindparam("in_org"), R.c.id == bindparam("response_id"),
+                                   R.c.status == "in_progress",
+                                   R.c.created_at < func.now() - bindparam("longest", type_=Interval()))
+                   .values(status="failed", error=bindparam("failure", type_=R.c.error.type), completed_at=func.now())
+                   .returning(*R.c))
+
+
+async def fail_abandoned(db: AsyncSession, org_id: str, response_id: str, longest: timedelta,
+                         error: dict[str, Any]) -> dict[str, Any] | None:
+    """TRN-11: the response failed with `error` when it is still `in_progress` though accepted longer than
+    `longest` ago (its process stopped); the row as it is now, or None when it was not."""
+    row = (await db.execute(_FAIL_ABANDONED, {"in_org": org_id, "response_id": response_id, "longest": longest,
+                                              "failure": error})).mappings().first()
+    return dict(row) if row else None
 
 
 async def get(db: AsyncSession, org_id: str, response_id: str) -> dict[str, Any] | None:
@@ -128,11 +161,29 @@ async def forget_thread(db: AsyncSession, org_id: str, thread_id: str) -> None:
                      .values(_FORGET))
 
 
+# Her id as a label value of other responses (THR-5 copied their thread's labels, a `participants` list, say) is
+# personal data too: taken out as the threads eraser takes it out of thread labels (a list loses her id, and is
+# dropped once empty; a label whose value is her id is dropped).
+_UNLABEL = text("""
+UPDATE responses SET labels = (
+    SELECT coalesce(jsonb_object_agg(e.name, CASE WHEN jsonb_typeof(e.value) = 'array'
+                                                  THEN e.value - CAST(:who AS text) ELSE e.value END), '{}'::jsonb)
+    FROM jsonb_each(responses.labels) AS e(name, value)
+    WHERE e.value <> to_jsonb(CAST(:who AS text))
+      AND NOT (jsonb_typeof(e.value) = 'array' AND e.value - CAST(:who AS text) = '[]'::jsonb))
+WHERE org_id = :org_id AND EXISTS (
+    SELECT 1 FROM jsonb_each(responses.labels) AS e(name, value)
+    WHERE e.value = to_jsonb(CAST(:who AS text)) OR e.value @> jsonb_build_array(CAST(:who AS text)))
+RETURNING id""")
+
+
 async def erase_subject(db: AsyncSession, org_id: str, subject_id: str) -> dict[str, int]:
-    """MEM-19: her turns and the turns of her threads keep only id, status and usage."""
+    """MEM-19: her turns and the turns of her threads keep only id, status and usage; other turns lose her id
+    from their labels."""
     her_threads = select(T.c.id).where(T.c.org_id == org_id, T.c.subject == subject_id)
     # Every one of them, also a turn still running (its row holds her id before it holds any output).
     result = await db.execute(update(R).where(R.c.org_id == org_id,
                                               (R.c.subject == subject_id) | R.c.thread_id.in_(her_threads))
                               .values(_FORGET).returning(R.c.id))
-    return {"responses": len(result.all())}
+    unlabelled = await db.execute(_UNLABEL, {"org_id": org_id, "who": subject_id})
+    return {"responses": len(result.all()), "labelled_responses": len(unlabelled.all())}

@@ -30,11 +30,13 @@ from backend.domains.threads import rules as thread_rules
 from backend.domains.threads import service as threads
 from backend.domains.turns import block_ahead, conversation, documents, idempotency, inputs, loop, privacy, reads
 from backend.domains.turns import repository as repo
+from backend.domains.turns.abandoned import finished_late
+from backend.domains.turns.deleted import thread_deleted
 from backend.domains.turns.state_tool import apply as apply_state
 from backend.domains.turns.state_tool import shown as state_shown
 from backend.domains.turns.turn import AgentTurn, Turn, TurnFailure
 from backend.domains.usage import repository as usage
-from backend.errors import BadRequest, NotFound, ValidationFailed
+from backend.errors import BadRequest, ValidationFailed
 from backend.ids import new_id
 from backend.providers.pii import PiiUnavailable
 from shared.schemas.threads import FunctionCallOutputIn, ItemIn
@@ -93,31 +95,29 @@ async def accept(ctx: RequestContext, body: ResponseCreate, idempotency_key: str
     if (body.model is None) == (body.agent_id is None):
         raise ValidationFailed("Name the model (`model`, from GET /models) or an agent (`agent_id`), one of them.",
                                param="model")
-    agent = await agents.resolve(ctx, body.agent_id) if body.agent_id is not None else None
     items = inputs.input_items(body.input)
+    zone = str(ctx.org.get("timezone") or "UTC") if body.timezone is None else check_timezone(body.timezone)
+    # TRN-8: the kept answer replays before anything that may have changed since (agent, model, tools).
+    earlier = await idempotency.replayed(ctx, body, idempotency_key)
+    if earlier is not None:
+        return earlier
+    agent = await agents.resolve(ctx, body.agent_id) if body.agent_id is not None else None
     ahead = block_ahead.start(ctx, agent.memory_injection if agent else None, items)
     try:
-        accepted = await _keep(ctx, body, idempotency_key, field, agent, items)
+        accepted = await _keep(ctx, body, idempotency_key, field, agent, items, zone)
     except BaseException:
         await block_ahead.discard(ahead)
         raise
-    if isinstance(accepted, dict):
-        await block_ahead.discard(ahead)
-    else:
-        accepted.block_ahead = ahead
+    accepted.block_ahead = ahead
     return accepted
 
 
 async def _keep(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | None, field: tuple[str, str] | None,
-                agent: agents.AgentVersion | None, items: list[ItemIn]) -> Turn | dict[str, Any]:
+                agent: agents.AgentVersion | None, items: list[ItemIn], zone: str) -> Turn:
     stored = body.store and "threads" in ctx.principal.capabilities
-    zone = check_timezone(body.timezone, "timezone") if body.timezone else str(ctx.org.get("timezone") or "UTC")
     model_id = agent.model if agent is not None else str(body.model)
     spec = await models.offered_spec(ctx.db, ctx.org_id, model_id, param="agent_id" if agent else "model")
     tools = await inputs.turn_tools(ctx, body, stored=stored)
-    earlier = await idempotency.replayed(ctx, body, idempotency_key)
-    if earlier is not None:
-        return earlier
     turn = Turn(ctx, body, spec, items, tools, zone, stored, agent=_agent_turn(agent),
                 compaction=_compaction(ctx, agent), input_later=idempotency_key is not None)
     owner = ctx.person
@@ -141,7 +141,7 @@ async def _keep(ctx: RequestContext, body: ResponseCreate, idempotency_key: str 
     if accepted is None:  # TRN-8: a request with this key is being accepted right now (it inserted first)
         raise idempotency.in_flight()
     if turn.items and not turn.input_later and accepted.positions is None:
-        raise _thread_deleted(turn)
+        raise thread_deleted(turn.thread_id)
     turn.accepted_at = accepted.at if turn.people else None
     turn.history_positions = accepted.positions
     if source is not None:
@@ -158,7 +158,7 @@ async def _new_thread(ctx: RequestContext, turn: Turn) -> tuple[dict[str, Any], 
         raise ctx.deny("The policy does not let this request open a thread.", action="thread.write",
                        object_type="thread")
     await thread_rules.not_erased(ctx)
-    source = await threads.state_source(ctx, body.working_state_from) if body.working_state_from else None
+    source = await threads.state_source(ctx, body.working_state_from) if body.working_state_from is not None else None
     turn.thread_id = new_id("thr")
     turn.new_thread = True
     return {"subject": ctx.person, "labels": {}, "metadata": {}}, source
@@ -197,7 +197,7 @@ async def _append(ctx: RequestContext, turn: Turn, items: Sequence[ItemIn | dict
     if not items or turn.thread_id is None:
         return
     if await threads_repo.append_items(ctx.db, ctx.org_id, turn.thread_id, _item_rows(ctx, turn, items)) is None:
-        raise _thread_deleted(turn)
+        raise thread_deleted(turn.thread_id)
 
 
 def _item_rows(ctx: RequestContext, turn: Turn, items: Sequence[ItemIn | dict[str, Any]]) -> list[dict[str, Any]]:
@@ -208,10 +208,6 @@ def _item_rows(ctx: RequestContext, turn: Turn, items: Sequence[ItemIn | dict[st
         if isinstance(item, dict):
             row["id"] = item["id"]  # the id the answer already showed (and tool provenance names)
     return rows
-
-
-def _thread_deleted(turn: Turn) -> NotFound:
-    return NotFound(f"The thread {turn.thread_id!r} was deleted while this turn ran.", param="thread_id")
 
 
 def _as_input(item: dict[str, Any]) -> dict[str, Any]:
@@ -333,12 +329,15 @@ async def finish(turn: Turn, failure: TurnFailure | None) -> dict[str, Any]:
     row = _row(turn, status, error)
     if turn.stored:
         items = [] if appended_apart or turn.thread_id is None else _item_rows(ctx, turn, kept)
-        if not await repo.finish(ctx.db, ctx.org_id, turn.id, {"status": status, "output": turn.produced,
-                                                               "usage": turn.usage, "error": error,
-                                                               "trace": row["trace"],
-                                                               "completed_at": row["completed_at"]},
-                                 _usage_rows(turn), thread_id=turn.thread_id, items=items):
-            raise _thread_deleted(turn)
+        ended = await repo.finish(ctx.db, ctx.org_id, turn.id, {"status": status, "output": turn.produced,
+                                                                "usage": turn.usage, "error": error,
+                                                                "trace": row["trace"],
+                                                                "completed_at": row["completed_at"]},
+                                  _usage_rows(turn), thread_id=turn.thread_id, items=items)
+        if ended == "settled":  # TRN-11: failed as abandoned meanwhile, it stays failed
+            return await finished_late(ctx, turn.id, _usage_rows(turn), turn.usage)
+        if ended == "thread_deleted":
+            raise thread_deleted(turn.thread_id)
     else:
         await _meter(turn)
     if turn.stored and turn.thread_id is not None and turn.compaction is not None:
@@ -375,7 +374,7 @@ async def run(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | 
         await ctx.db.rollback()
         doc = await finish(turn, failure)
         await ctx.db.commit()  # kept whatever the route answers next (POST /messages answers a failure with 502)
-        if failure is None and turn.injected is not None:
+        if doc["status"] != "failed" and turn.injected is not None:
             injection.count_recalls_soon(ctx, turn.injected)  # INJ-8: written with other turns' counts
         return doc
     except BaseException:

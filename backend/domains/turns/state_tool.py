@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from backend.access.context import RequestContext
 from backend.domains.threads import repository as threads_repo
 from backend.domains.threads import state as state_mod
+from backend.domains.turns.deleted import thread_deleted
 from backend.errors import ApiError, ValidationFailed
 
 if TYPE_CHECKING:
@@ -62,7 +63,9 @@ async def call(ctx: RequestContext, thread_id: str, pending: PendingState | None
 async def apply(ctx: RequestContext, thread_id: str, pending: PendingState, response_id: str,
                 schema: dict[str, Any] | None) -> bool:
     """Write the turn's state unless the application wrote it since the turn read it (then audit the drop)."""
-    current = await threads_repo.lock_state(ctx.db, ctx.org_id, thread_id)
+    current = await threads_repo.lock_live_state(ctx.db, ctx.org_id, thread_id)
+    if current is None:  # THR-6: deleted (or its owner erased) since the turn read it; nothing of its end is kept
+        raise thread_deleted(thread_id)
     if current["version"] != pending.base_version:
         await ctx.audit("thread.working_state_dropped", subject_id=ctx.person, object_type="thread",
                         object_id=thread_id, detail={"response_id": response_id, "read_version": pending.base_version,
