@@ -30,6 +30,9 @@ ERASED_WORDS = {
     "working_states": "working states of her threads", "summaries": "summaries of her threads",
     "labelled_threads": "threads that no longer name her in a label",
     "memory_proposals": "promotion proposals that rested on her records alone",
+    "labelled_responses": "responses that no longer name her in a label",
+    "extraction_windows": "extraction windows of her threads",
+    "extraction_cursors": "extraction positions in her threads",
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +33,6 @@ from backend.providers.chat import CallOptions, ChatAnswer, ModelError, ModelSpe
 
 log = logging.getLogger(__name__)
 JOB = "compaction"  # the usage rows' `job`
-CALL = CallOptions(timeout_seconds=120.0, max_retries=2)
 
 
 @dataclass(frozen=True)
@@ -50,6 +49,7 @@ class SummaryWork:
     people: tuple[str, ...]  # whose words it holds: checked against erasure when it is written
     started_at: datetime
     pseudonymizer: Any = None  # a pseudonymised thread's (TRN-10, EXT-11): the model sees placeholders
+    call: CallOptions = field(default_factory=CallOptions)  # CORE_MODEL_TIMEOUT_SECONDS, CORE_MODEL_MAX_RETRIES
 
 
 async def next_summary(ctx: RequestContext, thread_id: str, settings: CompactionSettings,
@@ -95,8 +95,9 @@ async def next_summary(ctx: RequestContext, thread_id: str, settings: Compaction
     if thread["pseudonymized"]:  # a key hid this thread's personal data from its models: so does its summary
         pz = await privacy.open_pseudonymizer(ctx, thread_id, subject=None)
         messages = hide_messages(pz, list(messages))
+    call = CallOptions(timeout_seconds=ctx.settings.model_timeout_seconds, max_retries=ctx.settings.model_max_retries)
     return SummaryWork(org_id, thread_id, unit, first, last, model, tuple(messages), tuple(sorted(set(people))),
-                       thread["now"], pz)
+                       thread["now"], pz, call)
 
 
 def _next_missing(units: tuple[Unit, ...], written: Mapping[tuple[int, int, int], Any]) -> Unit | None:
@@ -142,7 +143,7 @@ async def summary_model(ctx: RequestContext, model_id: str) -> ModelSpec | None:
 
 async def ask_model(work: SummaryWork) -> ChatAnswer:
     """The summary from the model; ModelError when it fails or writes nothing (the job retries later)."""
-    answer = await complete(work.model, work.messages, options=CALL)
+    answer = await complete(work.model, work.messages, options=work.call)
     if not (answer.content or "").strip():
         raise ModelError("invalid_model_output", f"The model {work.model.id!r} wrote an empty summary.",
                          input_tokens=answer.input_tokens, output_tokens=answer.output_tokens)

@@ -64,6 +64,7 @@ class WindowWork:
     started_at: datetime
     session: Session | None = None  # set on the window that ends a session with `episodes` on (EXT-12)
     lessons: bool = False  # the session's lessons are asked for too (EXT-13)
+    timeout_seconds: float = 60.0  # CORE_MODEL_TIMEOUT_SECONDS of the job's settings (EXT-1)
 
     @property
     def key_id(self) -> str | None:
@@ -140,7 +141,7 @@ async def next_window(ctx: RequestContext, index_id: str, thread_id: str) -> Win
                       items[-1]["id"] if items else "", spec_of(model), tuple(messages),
                       prompt.schema(switch["types"], episodes=episodes, lessons=lessons),
                       tuple(switch["types"]), acting.principal, pz, tuple(sorted(people)), thread["now"], session,
-                      lessons)
+                      lessons, ctx.settings.model_timeout_seconds)
 
 
 def author_refusal(acting: RequestContext, index_id: str) -> str | None:
@@ -159,8 +160,9 @@ def author_refusal(acting: RequestContext, index_id: str) -> str | None:
 
 
 async def ask_model(work: WindowWork) -> ChatAnswer:
-    """The model's answer; ModelError when the call fails (retried by the job queue with backoff)."""
-    options = CallOptions(timeout_seconds=120.0, max_retries=0, response_format=work.response_format,
+    """The model's answer; ModelError when the call fails (retried by the job queue with backoff). No retries in
+    the SDK: a failed call counts an attempt on the window, which has its own limit (EXT-8)."""
+    options = CallOptions(timeout_seconds=work.timeout_seconds, max_retries=0, response_format=work.response_format,
                           temperature=0.0)
     return await complete(work.model, work.messages, options=options)
 

@@ -236,9 +236,11 @@ async def buckets(db: AsyncSession, org_id: str, index_id: str, *, unit: str, co
 
 
 async def requeue(db: AsyncSession, org_id: str, index_id: str, from_state: str, run_id: str) -> list[str]:
-    """Windows in `from_state` queued again under `run_id`; the threads they belong to."""
+    """Windows in `from_state` queued again under `run_id`; the threads they belong to. Failed windows are read
+    anew (another model or prompt, EXT-6) with all their attempts; parked ones resume the read they paused."""
+    restart = {"attempts": 0} if from_state == "failed" else {}
     statement = (update(WIN).where(WIN.c.org_id == org_id, WIN.c.index_id == index_id, WIN.c.state == from_state)
-                 .values(state="queued", run_id=run_id, error_code=None, error=None, finished_at=None)
+                 .values(state="queued", run_id=run_id, error_code=None, error=None, finished_at=None, **restart)
                  .returning(WIN.c.thread_id))
     return sorted({r[0] for r in (await db.execute(statement)).all()})
 
@@ -274,6 +276,16 @@ async def forget_thread(db: AsyncSession, org_id: str, thread_id: str) -> None:
     """A deleted or erased thread leaves no windows or cursors behind."""
     await db.execute(delete(WIN).where(WIN.c.org_id == org_id, WIN.c.thread_id == thread_id))
     await db.execute(delete(CUR).where(CUR.c.org_id == org_id, CUR.c.thread_id == thread_id))
+
+
+async def erase_subject(db: AsyncSession, org_id: str, subject_id: str) -> dict[str, int]:
+    """MEM-19/EXT-11: the windows and cursors of her own threads (run before the threads' eraser finds them)."""
+    own = select(T.c.id).where(T.c.org_id == org_id, T.c.subject == subject_id)
+    windows = await db.execute(delete(WIN).where(WIN.c.org_id == org_id, WIN.c.thread_id.in_(own))
+                               .returning(WIN.c.id))
+    cursors = await db.execute(delete(CUR).where(CUR.c.org_id == org_id, CUR.c.thread_id.in_(own))
+                               .returning(CUR.c.thread_id))
+    return {"extraction_windows": len(windows.all()), "extraction_cursors": len(cursors.all())}
 
 
 # ---------------------------------------------------------------- planning (EXT-7, EXT-8)

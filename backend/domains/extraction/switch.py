@@ -15,7 +15,7 @@ from backend.domains.extraction import repository as repo
 from backend.domains.extraction.session_repository import mark_episodes_on
 from backend.domains.models import repository as models_repo
 from backend.domains.models.service import offered_spec
-from backend.errors import CapabilityMissing, Conflict, NotFound, ValidationFailed
+from backend.errors import CapabilityMissing, Conflict, Forbidden, NotFound, ValidationFailed
 from backend.ids import new_id
 from shared.schemas.extraction import ExtractionSwitchIn
 
@@ -35,8 +35,12 @@ def _reachable_store(ctx: RequestContext, index_id: str) -> None:
 
 
 def _require_reader(ctx: RequestContext) -> None:
-    """Reading a switch and its reports: administrators, or a key holding `threads` (never a subject token)."""
+    """A switch and its reports: administrators, or a key holding `threads` that names nobody (never a subject
+    token): windows and runs span every person's threads, so a request for one person reads none of them."""
     ctx.principal.refuse_subject_token("read or change extraction switches")
+    if ctx.principal.kind == "key" and ctx.person is not None:
+        raise Forbidden("A store's extraction switch, runs and windows are the organisation's: send the request "
+                        "without naming a person.", param="X-Core-Subject", code="subject_named")
     if not ctx.is_admin and "threads" not in ctx.principal.capabilities:
         raise CapabilityMissing("threads")
 
@@ -168,6 +172,7 @@ async def get(ctx: RequestContext, index_id: str) -> dict[str, Any]:
 
 async def run_now(ctx: RequestContext, index_id: str) -> str:
     """EXT-4: queue a run now (administrators, or a key with `threads` and `management`)."""
+    _require_reader(ctx)
     ctx.require_management()
     switch = await _switch(ctx, index_id)
     state = await state_of(ctx, switch)

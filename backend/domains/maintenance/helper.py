@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from backend.access.context import RequestContext
@@ -21,6 +21,15 @@ log = logging.getLogger("coremem.maintenance")
 JOB = "maintenance"  # the usage rows' `job`
 
 
+@dataclass(frozen=True)
+class HelperSpec(ModelSpec):
+    """The helper model with the deployment's CORE_MODEL_TIMEOUT_SECONDS and CORE_MODEL_MAX_RETRIES (EXT-1): the
+    questions are asked later with no context at hand, so the spec carries them."""
+
+    timeout_seconds: float = 60.0
+    max_retries: int = 2
+
+
 async def helper_spec(ctx: RequestContext) -> ModelSpec | None:
     """The organisation's `helper_model` when it names a model offered to it (with that provider); else None:
     maintenance then asks no model (lessons, general-knowledge judgements and contested marking wait)."""
@@ -31,7 +40,8 @@ async def helper_spec(ctx: RequestContext) -> ModelSpec | None:
     if row is None or row["provider"] != helper.get("provider", row["provider"]):
         log.warning("maintenance: helper model %r of %s is not offered", helper, ctx.org_id)
         return None
-    return spec_of(row)
+    return HelperSpec(**asdict(spec_of(row)), timeout_seconds=ctx.settings.model_timeout_seconds,
+                      max_retries=ctx.settings.model_max_retries)
 
 
 def may_read(org: Mapping[str, Any], person: str | None) -> bool:
@@ -85,9 +95,9 @@ class Asked:
 
 async def ask(spec: ModelSpec, system: str, user: str, schema: dict[str, Any]) -> Asked:
     """One question with a JSON-schema answer, asked while no transaction is open."""
-    options = CallOptions(timeout_seconds=120.0, max_retries=1, temperature=0.0,
-                          response_format={"type": "json_schema", "json_schema": {"name": "maintenance",
-                                                                                  "schema": schema}})
+    limits = CallOptions(spec.timeout_seconds, spec.max_retries) if isinstance(spec, HelperSpec) else CallOptions()
+    options = replace(limits, temperature=0.0, response_format={"type": "json_schema", "json_schema": {
+        "name": "maintenance", "schema": schema}})
     try:
         answer = await complete(spec, [{"role": "system", "content": system}, {"role": "user", "content": user}],
                                 options=options)

@@ -14,6 +14,7 @@ from backend.access.context import RequestContext
 from backend.access.subjects import check_subject_id
 from backend.domains.audit import service as audit
 from backend.domains.erasure import repository as erasure_repo
+from backend.domains.extraction.repository import erase_subject as erase_subject_extraction
 from backend.domains.memory import repository as memory_repo
 from backend.domains.privacy import repository as privacy_repo
 from backend.domains.proposals.repository import erase_subject as erase_subject_proposals
@@ -24,9 +25,10 @@ from backend.errors import Forbidden
 Eraser = Callable[[AsyncSession, str, str], Awaitable[dict[str, int]]]
 # Placeholders before threads: the rows of her threads would otherwise go by cascade, uncounted. Proposals before
 # her records: their evidence rows go with the records by cascade, and tell whose records a proposal rests on.
-# Turns before threads: the turns of her threads are found through the threads, which the threads' eraser deletes.
+# Turns and extraction windows before threads: they are found through her threads, which the threads' eraser
+# deletes (windows have no foreign key to their thread).
 ERASERS: list[Eraser] = [erase_subject_proposals, memory_repo.erase_subject, privacy_repo.erase_subject,
-                         erase_subject_turns, erase_subject_threads]
+                         erase_subject_turns, erase_subject_extraction, erase_subject_threads]
 
 
 def register_eraser(eraser: Eraser) -> None:
