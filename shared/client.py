@@ -317,7 +317,7 @@ class CoreClient:
         return self._call("POST", f"/tenants/{org_id}/keys/{key_id}/subject-tokens", SubjectTokenOut, body=body)
 
     def own_key(self) -> KeyOut:
-        """`GET /key`: the calling key's own document (a key or subject token as the credential)."""
+        """`GET /key`: the calling key's own document (a key as the credential; a subject token gets 403)."""
         return self._call("GET", "/key", KeyOut)
 
     # ------------------------------------------------------------ indexes

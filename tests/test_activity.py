@@ -167,10 +167,16 @@ def test_plt_7_an_administrator_mints_a_subject_token_for_one_key(org: Org, db: 
     assert response.status_code == 201, response.text
     token = response.json()["token"]
     assert token.startswith("cst_")
-    # The token is the key's, narrowed to Anna: it reads her record and never Bert's.
-    assert _get(org, "/key", bearer(token))["id"] == org.key_id
+    # The token is the key's, narrowed to Anna: it reads her record and never Bert's, and what it writes is the
+    # key's work for her (the key's own document is not the token's to read: PLT-7).
     texts = {r["text"] for r in _get(org, "/memory", bearer(token))["data"]}
     assert texts == {"Anna drinks tea"}
+    written = org.client.post("/memory", json={"index_id": index_id, "type": "fact", "text": "Anna walks"},
+                              headers=bearer(token))
+    assert written.status_code == 201 and written.json()["subject"] == "anna", written.text
+    versions = _get(org, f"/memory/{written.json()['id']}/history", org.admin)["versions"]
+    assert [v["actor"] for v in versions] == [{"type": "subject", "id": org.key_id}]
+    assert_error(org.client.get("/key", headers=bearer(token)), 403, code="subject_token_forbidden")
     event = db.execute("SELECT object_id, subject_hash, detail FROM audit_events WHERE org_id = %s AND action = "
                        "'key.subject_token_minted'", (org.org_id,)).fetchone()
     assert event[0] == org.key_id and event[1] and event[1] != "anna" and "anna" not in str(event[2])

@@ -96,3 +96,57 @@ def test_plt_10_a_key_limited_to_some_indexes_learns_no_other_index_name(org, cl
     same = client.patch(f"/indexes/{mine['id']}", headers=narrow,
                         json={"name": "mine", "embedding": {"provider": "hashing", "model": "h", "dimensions": 64}})
     assert same.status_code == 200 and same.json()["embedding"]["dimensions"] == 64, same.text
+
+
+def _ungranted_locks(db) -> int:
+    """Sessions of this test's database waiting for a lock."""
+    return int(db.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+                          "wait_event_type = 'Lock'").fetchone()[0])
+
+
+def _one_after_another_at_once(client, db, org, calls):
+    """Run the calls so that each is under way before the one before it commits: the organisation's audit lock
+    (taken after an index is written) is held until the last one waits too."""
+    import threading
+
+    import psycopg
+
+    answers: dict[int, object] = {}
+    holder = psycopg.connect(db.info.dsn)
+    holder.execute("SELECT pg_advisory_xact_lock(hashtextextended('audit:' || %s, 0))", (org.org_id,))
+    threads = []
+    try:
+        for n, (method, path, body) in enumerate(calls, start=1):
+            def call(n=n, method=method, path=path, body=body):
+                answers[n] = getattr(client, method)(path, json=body, headers=org.full)
+            threads.append(threading.Thread(target=call))
+            threads[-1].start()
+            for _ in range(200):
+                if _ungranted_locks(db) >= n:
+                    break
+                threading.Event().wait(0.05)
+            assert _ungranted_locks(db) >= n, f"call {n} never waited"
+    finally:
+        holder.rollback()
+        holder.close()
+    for thread in threads:
+        thread.join(30)
+    return [answers[n] for n in range(1, len(calls) + 1)]
+
+
+def test_plt_13_the_same_name_twice_at_once_is_409_not_500(org, client, db):
+    """Two creates (or renames) of one name at the same moment: the second gets 409 `name_taken`, not the
+    database's unique violation as a 500, and nothing of it is kept."""
+    first, second = _one_after_another_at_once(client, db, org, [("post", "/indexes", {"name": "support"})] * 2)
+    assert first.status_code == 201, first.text
+    assert_error(second, 409, "name_taken", "name")
+    x = client.post("/indexes", headers=org.full, json={"name": "x"}).json()
+    y = client.post("/indexes", headers=org.full, json={"name": "y"}).json()
+    first, second = _one_after_another_at_once(client, db, org, [("patch", f"/indexes/{x['id']}", {"name": "z"}),
+                                                                 ("patch", f"/indexes/{y['id']}", {"name": "z"})])
+    assert first.status_code == 200 and first.json()["name"] == "z", first.text
+    assert_error(second, 409, "name_taken", "name")
+    names = sorted(i["name"] for i in client.get("/indexes", headers=org.full).json()["data"])
+    assert names == ["support", "y", "z"]
+    actions = [r[0] for r in db.execute("SELECT action FROM audit_events WHERE action LIKE 'index.%' ORDER BY seq")]
+    assert actions == ["index.created"] * 3 + ["index.updated"]

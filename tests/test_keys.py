@@ -95,6 +95,27 @@ def test_plt_5_put_key_policy_needs_management_and_may_only_narrow(org, client):
     assert actions == ["changed", "created"]
 
 
+def test_plt_7_a_subject_token_cannot_read_its_keys_policy(org, client):
+    """`GET /key` holds the key's policy, whose rules and writable values may name other people: a subject token
+    gets 403 like on the tenant key routes, and the key itself (also naming a person) still reads it."""
+    policy = default_policy()
+    policy["rules"].append({"id": "hr-case", "effect": "deny", "kind": "memory_record",
+                            "match": {"labels": {"subject": "bob"}}})
+    policy["settings"] = {"writable_labels": {"participants": {"values": ["bob", "carol"]}}}
+    key = org.make_key(["knowledge", "memory", "threads", "management"], policy=policy)
+    token = client.post("/subject-tokens", headers=bearer(key["secret"]),
+                        json={"subject": {"id": "anna"}, "ttl_seconds": 60}).json()["token"]
+    for path in ("/key", f"/tenants/{org.org_id}/keys/{key['id']}"):
+        refused = assert_error(client.get(path, headers=bearer(token)), 403, "subject_token_forbidden")
+        assert "A subject token cannot" in refused["message"] and "bob" not in str(refused)
+    assert "the key itself" in assert_error(client.get("/key", headers=bearer(token)), 403)["message"]
+    assert_error(client.put("/key/policy", headers=bearer(token), json=default_policy()), 403,
+                 "subject_token_forbidden")
+    for headers in (bearer(key["secret"]), bearer(key["secret"], "anna")):
+        own = client.get("/key", headers=headers)
+        assert own.status_code == 200 and own.json()["policy"] == policy, own.text
+
+
 def test_plt_4_a_management_key_never_widens_policies_nor_touches_administrators_keys(org, client):
     index = client.post("/indexes", json={"name": "payroll"}, headers=org.admin).json()["id"]
     own = default_policy()

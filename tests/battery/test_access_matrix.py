@@ -159,7 +159,13 @@ class Matrix:
             body: dict[str, Any] = {"subject": {"id": c.person}} if c.person else {}
             if c.key_id:
                 body["key_id"] = c.key_id
-            response = self.call(c, "POST", f"/memory/stores/{index_id}/injection/preview", json=body)
+            url, sender = f"/memory/stores/{index_id}/injection/preview", c
+            if "X-Core-Subject" in c.headers:  # the previewer is the organisation's: a request for a person is refused
+                named = self.call(c, "POST", url, json=body)
+                if named.status_code != 403 or named.json().get("code") != "subject_named":
+                    return [f"{c.name}: preview naming a person {named.status_code} {named.text}"]
+                sender = Caller(c.org, c.policy, None, c.token, {"Authorization": c.headers["Authorization"]})
+            response = self.call(sender, "POST", url, json=body)
             if response.status_code != 200:
                 return [f"{c.name}: preview {response.status_code} {response.text}"]
             injected = response.json()["trace"]["injected_ids"]

@@ -46,7 +46,8 @@ class Route:
     body: Callable[[Cred], Any] | None
     gate: str  # any | knowledge | memory | threads | management | admin | threads+management
     names_org_object: bool = True  # the path names an object of this organisation
-    nobody: bool = False  # sent naming no person (erasure is refused to a request naming one: 403 subject_named)
+    nobody: bool = False  # sent naming no person (erasure and the previewer are refused to a request naming one:
+    # 403 subject_named)
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +145,7 @@ class World:
             Route("GET", fixed("/audit/verify"), None, "admin", False),
             Route("GET", fixed(f"/memory/stores/{idx}"), None, "memory"),
             Route("PATCH", fixed(f"/memory/stores/{idx}"), body({}), "memory"),
-            Route("POST", fixed(f"/memory/stores/{idx}/injection/preview"), body({}), "management"),
+            Route("POST", fixed(f"/memory/stores/{idx}/injection/preview"), body({}), "management", nobody=True),
             Route("POST", fixed("/memory"), body({"index_id": idx, "type": "fact", "text": "t"}), "memory", False),
             Route("POST", fixed("/memory/batch"), body({"records": [{"index_id": idx, "type": "fact", "text": "t"}]}),
                   "memory", False),

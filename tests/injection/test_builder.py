@@ -84,6 +84,23 @@ def test_inj_12_preview_is_audited_changes_no_recall_count_and_is_refused_to_oth
     assert_error(client.post("/memory/stores/idx_nope/injection/preview", headers=org.admin, json={}), 404)
 
 
+def test_plt_7_a_key_naming_a_person_cannot_preview_another_persons_block(org, client, db):
+    """The previewer is the organisation's route: a management key naming Anna in X-Core-Subject is refused,
+    whatever person the body names, and shows no record (before, it built Bob's block for her)."""
+    index_id, ids = _worked_store(client, org, db)
+    url = f"/memory/stores/{index_id}/injection/preview"
+    for body in ({"subject": {"id": "bob"}, "store_override": True}, {"subject": {"id": "anna"}}, {}):
+        refused = assert_error(client.post(url, headers=bearer(org.key, "anna"), json=body), 403, "subject_named",
+                               "X-Core-Subject")
+        assert "without naming a person" in refused["message"]
+        assert "block" not in refused and "Bob likes tea" not in json.dumps(refused)
+    assert db.execute("SELECT count(*) FROM audit_events WHERE action = 'injection.preview'").fetchone()[0] == 0
+    # The same key naming nobody previews Bob's block, as the organisation's management may.
+    bob = client.post(url, headers=org.full, json={"subject": {"id": "bob"}, "store_override": True})
+    assert bob.status_code == 200, bob.text
+    assert ids["tea"] in bob.json()["trace"]["injected_ids"]
+
+
 def test_inj_4_a_turn_bumps_recall_counts_of_what_it_injected(org, client, db, settings, database_url):
     index_id, ids = _worked_store(client, org, db)
     key = org.make_key(["knowledge", "memory"], memory={"injection": {"index_id": index_id}})

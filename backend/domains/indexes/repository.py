@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Text, bindparam, delete, insert, select, update
+from sqlalchemy import Text, bindparam, delete, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
@@ -16,8 +18,14 @@ T = table_of(KnowledgeIndex)
 SW = table_of(ExtractionSwitch)
 
 
-async def insert_index(db: AsyncSession, values: dict[str, Any]) -> dict[str, Any]:
-    return dict((await db.execute(insert(T).values(**values).returning(T))).one()._mapping)
+NAME_UNIQUE = "uq_indexes_org_id_name"
+
+
+async def insert_index(db: AsyncSession, values: dict[str, Any]) -> dict[str, Any] | None:
+    """The new index, or None when another index has its name (one created at the same moment included)."""
+    statement = pg_insert(T).values(**values).on_conflict_do_nothing(index_elements=[T.c.org_id, T.c.name])
+    row = (await db.execute(statement.returning(T))).first()
+    return dict(row._mapping) if row else None
 
 
 async def name_taken(db: AsyncSession, org_id: str, name: str) -> bool:
@@ -59,9 +67,17 @@ async def list_page(db: AsyncSession, scope: Scope, after_id: str | None, limit:
     return [dict(r._mapping) for r in (await db.execute(query.order_by(T.c.id).limit(limit))).all()]
 
 
-async def update_index(db: AsyncSession, org_id: str, index_id: str, values: dict[str, Any]) -> dict[str, Any]:
+async def update_index(db: AsyncSession, org_id: str, index_id: str, values: dict[str, Any]) -> dict[str, Any] | None:
+    """The changed index, or None when the new name is another index's (one renamed at the same moment included):
+    an UPDATE has no ON CONFLICT, so the savepoint keeps the request's transaction usable."""
     statement = update(T).where(T.c.org_id == org_id, T.c.id == index_id).values(**values).returning(T)
-    return dict((await db.execute(statement)).one()._mapping)
+    try:
+        async with db.begin_nested():
+            return dict((await db.execute(statement)).one()._mapping)
+    except IntegrityError as error:
+        if getattr(getattr(error.orig, "diag", None), "constraint_name", None) != NAME_UNIQUE:
+            raise
+        return None
 
 
 async def delete_index(db: AsyncSession, org_id: str, index_id: str) -> None:

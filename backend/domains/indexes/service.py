@@ -84,7 +84,11 @@ async def check_name_free(ctx: RequestContext, name: str) -> None:
                         "index of the organisation: create or rename indexes as an administrator or with a key "
                         'whose policy has `"indexes": ["*"]`.', param="name", code="index_naming_needs_every_index")
     if await repo.name_taken(ctx.db, ctx.org_id, name):
-        raise Conflict(f"An index named {name!r} exists already.", param="name", code="name_taken")
+        raise name_taken(name)
+
+
+def name_taken(name: str) -> Conflict:
+    return Conflict(f"An index named {name!r} exists already; choose another name.", param="name", code="name_taken")
 
 
 async def create(ctx: RequestContext, body: IndexCreate) -> dict[str, Any]:
@@ -95,6 +99,8 @@ async def create(ctx: RequestContext, body: IndexCreate) -> dict[str, Any]:
     await check_name_free(ctx, body.name)
     row = await repo.insert_index(ctx.db, {"org_id": scope.org_id, "id": new_id("idx"), "name": body.name,
                                            "embedding": msgspec.to_builtins(body.embedding)})
+    if row is None:  # created by another request since the check
+        raise name_taken(body.name)
     await ctx.audit("index.created", object_type="index", object_id=row["id"], detail={"name": body.name})
     return row
 
@@ -118,6 +124,8 @@ async def update(ctx: RequestContext, index_id: str, body: IndexPatch) -> dict[s
     if not values:
         return row
     updated = await repo.update_index(ctx.db, ctx.org_id, index_id, values)
+    if updated is None:  # the name was taken by another request since the check
+        raise name_taken(values["name"])
     detail: dict[str, Any] = {"fields": sorted(values)}
     if "embedding" in values:
         detail["embedding"] = {"from": _setting_name(row["embedding"]), "to": _setting_name(updated["embedding"])}

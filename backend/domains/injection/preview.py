@@ -10,14 +10,14 @@ import msgspec
 from backend.access.context import RequestContext
 from backend.access.policy import default_policy
 from backend.access.principal import ALL_CAPABILITIES, Principal
-from backend.access.subjects import Subject, check_subject_id
+from backend.access.subjects import Subject, check_attributes, check_subject_id
 from backend.domains.agents.service import resolve as resolve_agent
 from backend.domains.indexes.service import reachable
 from backend.domains.injection.config import choose_block
 from backend.domains.injection.service import Built, build
 from backend.domains.keys import repository as keys_repo
 from backend.domains.memory import decay
-from backend.errors import NotFound
+from backend.errors import Forbidden, NotFound
 from backend.providers.tokens import utf8_bytes_over_four
 from shared.schemas.platform import InjectionBlock
 from shared.schemas.stores import PreviewIn
@@ -46,6 +46,9 @@ async def preview(ctx: RequestContext, index_id: str, body: PreviewIn) -> dict[s
     block, who has no turn to mirror) that block, else the default one, is applied to this page's store instead.
     """
     ctx.require_management()
+    if ctx.principal.kind == "key" and ctx.person is not None:  # PLT-7: a request for her sees only what she may
+        raise Forbidden("The previewer is the organisation's: send the request without naming a person, and name "
+                        "the person to preview in the body's `subject`.", param="X-Core-Subject", code="subject_named")
     db, org = ctx.db, ctx.org
     await reachable(db, ctx.management_scope, index_id)
     # INJ-2: an agent's block replaces the key's whole, exactly as in the agent's turns.
@@ -62,6 +65,7 @@ async def preview(ctx: RequestContext, index_id: str, body: PreviewIn) -> dict[s
                "capabilities": sorted(ALL_CAPABILITIES)}
     subject = None
     if body.subject is not None:
+        check_attributes(body.subject.attributes, "subject.attributes")
         subject = Subject(check_subject_id(body.subject.id, "subject.id"), dict(body.subject.attributes))
     acting = Principal("key", ctx.org_id, ctx.actor, frozenset(key["capabilities"]), subject, key=key)
     scope = ctx.acting_as(acting).management_scope

@@ -16,6 +16,7 @@ from backend.access.context import RequestContext
 from backend.access.granting import widening
 from backend.access.policy import default_policy, parse_policy
 from backend.access.principal import ALL_CAPABILITIES, Principal
+from backend.access.subjects import check_attributes
 from backend.domains.audit import service as audit
 from backend.domains.indexes import repository as indexes_repo
 from backend.domains.injection.config import require_store
@@ -231,9 +232,14 @@ async def delete_key(ctx: RequestContext, org_id: str, key_id: str) -> None:
 
 
 def own_key(ctx: RequestContext) -> dict[str, Any]:
+    """The calling key's document. Its policy may name other people (rules on `subject`, writable values), and
+    only administrators and keys read policies (PLT-5/MEM-19), so a subject token is refused like on the tenant key
+    routes (PLT-7)."""
     if ctx.principal.key is None:
         raise BadRequest("`/key` describes the calling key; administrators use /tenants/{org_id}/keys.",
                          code="key_required")
+    ctx.principal.refuse_subject_token("use `/key`: the key's document and policy are the organisation's; send the "
+                                       "request with the key itself")
     return ctx.principal.key
 
 
@@ -252,6 +258,7 @@ def _mint(ctx: RequestContext, key_id: str, body: SubjectTokenIn) -> dict[str, A
         raise ValidationFailed(f"`ttl_seconds` may be at most {max_ttl}.", param="ttl_seconds")
     if not body.subject.id.isprintable():
         raise ValidationFailed("A subject id is 1 to 256 printable characters.", param="subject.id")
+    check_attributes(body.subject.attributes, "subject.attributes")
     token, expires_at = credentials.mint_subject_token(
         ctx.settings.secret, org_id=ctx.org_id, key_id=key_id, subject_id=body.subject.id,
         attributes=body.subject.attributes, ttl_seconds=body.ttl_seconds)

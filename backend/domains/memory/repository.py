@@ -310,10 +310,14 @@ def _same_words(shared: bool) -> Prepared:
 
 
 _SAME_WORDS = {True: _same_words(True), False: _same_words(False)}  # a shared record's, a person's
+_SAME_WORDS_LOCK = Prepared(text("SELECT pg_advisory_xact_lock(hashtextextended(concat_ws(':', 'same_words', :o, :i, "
+                                 ":s, :t, :h), 0))").bindparams(*(bindparam(n, type_=Text) for n in "oisth")))
 
 
 async def find_same_words(db: AsyncSession, org_id: str, index_id: str, subject: str | None, type_: str,
                           norm_hash: str) -> str | None:
+    # A record not yet written has no row to lock: lock its words, then find in a statement that sees the last holder's.
+    await _SAME_WORDS_LOCK.all(db, {"o": org_id, "i": index_id, "s": subject, "t": type_, "h": norm_hash})
     row = await _SAME_WORDS[subject is None].first(db, {"org_id": org_id, "index_id": index_id, "subject": subject,
                                                         "norm_hash": norm_hash, "type": type_})
     return str(row["id"]) if row else None

@@ -334,7 +334,11 @@ async def confirm_same_words(ctx: RequestContext, item: Draft) -> dict[str, Any]
     """A fact the owner already has in the same words is confirmed, never written twice (MEM-21, EXT-10).
 
     Confirming restarts the decay age and adds a history version; the record keeps its id, so deleting it
-    later deletes the one record there is (MEM-8).
+    later deletes the one record there is (MEM-8). Two writers of the same words at once: the find first takes a
+    lock on (index, owner, type, words), so the second finds the first's record. Callers hold the owner's erasure
+    lock already (the write tool's `prepare(lock=True)`, extraction's `store_window`), so this lock comes after it,
+    as house rule 8 orders. Per words rather than per owner: a window that confirmed a record by id (its row lock)
+    and then checks other words must not wait for a writer that holds the owner's lock and waits for that row.
     """
     v = item.values
     found = await repo.find_same_words(ctx.db, ctx.org_id, v["index_id"], v["subject"], v["type"], v["norm_hash"])
