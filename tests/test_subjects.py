@@ -55,3 +55,32 @@ def test_plt_7_subject_token_ttl_is_bounded(org, client):
     response = client.post("/subject-tokens", headers=org.full,
                            json={"subject": {"id": "anna"}, "ttl_seconds": 10**9})
     assert_error(response, 422, param="ttl_seconds")
+
+
+def test_plt_7_a_nul_in_a_subject_attribute_is_400_naming_where_it_is(org, client):
+    index_id = client.post("/indexes", headers=org.full, json={"name": "i1"}).json()["id"]
+    policy = {"indexes": ["*"], "rules": [
+        {"id": "dept", "effect": "permit", "kind": "memory_record", "actions": ["see"],
+         "when": [{"atom": "label_among", "label": "department", "attribute": "department"}]}]}
+    key = org.make_key(["knowledge", "memory", "threads"], policy=policy)["secret"]
+    bad_value = json.dumps({"id": "anna", "attributes": {"department": ["sales", "pay\u0000roll"]}})
+    bad_name = json.dumps({"id": "anna", "attributes": {"depart\u0000ment": ["payroll"]}})
+    for method, path, body in (("GET", "/memory", None), ("GET", "/threads", None),
+                               ("POST", "/memory", {"index_id": index_id, "type": "fact", "text": "x"})):
+        for value, param in ((bad_value, "X-Core-Subject.attributes.department[1]"),
+                             (bad_name, "X-Core-Subject.attributes")):
+            response = client.request(method, path, json=body, headers={**bearer(key), "X-Core-Subject": value})
+            refused = assert_error(response, 400, "invalid_subject", param=param)
+            assert "NUL" in refused["message"]
+    # Minting a token and previewing a block take the subject in the body: refused there too, naming the place.
+    attributes = {"department": ["sales", "pay\u0000roll"]}
+    for path, headers, body in (
+            ("/subject-tokens", bearer(key), {"subject": {"id": "anna", "attributes": attributes}}),
+            (f"/memory/stores/{index_id}/injection/preview", org.admin,
+             {"subject": {"id": "anna", "attributes": attributes}})):
+        refused = assert_error(client.post(path, headers=headers, json=body), 400, "invalid_subject",
+                               param="subject.attributes.department[1]")
+        assert "NUL" in refused["message"]
+    # The same person without the NUL is served as before.
+    fine = json.dumps({"id": "anna", "attributes": {"department": ["payroll"]}})
+    assert client.get("/memory", headers={**bearer(key), "X-Core-Subject": fine}).status_code == 200

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import typing
 from typing import Any
 
 import click
 
-from backend.cli.base import database_url, main, progress_bar, with_session
+from backend.cli.base import database_url, known_org, main, progress_bar, with_session
 from backend.config import get_settings
 
 
@@ -34,13 +35,28 @@ def bootstrap_org(url: str, org: str, admin: str) -> dict[str, Any]:
         key_retention_days=settings.key_audit_retention_days, ttl_seconds=settings.admin_token_ttl_seconds))
 
 
+def _checked(value: str, expected: Any, option: str, what: str) -> None:
+    """The API's own rule for the value (its shared schema type), so the CLI makes nothing the API would refuse."""
+    import msgspec
+
+    try:
+        msgspec.convert(value, expected)
+    except msgspec.ValidationError as exc:
+        raise click.BadParameter(f"{what}: {exc}.", param_hint=option) from None
+
+
 @main.command()
 @click.option("--org", "org_name", required=True, help="Organisation name (reused when it exists).")
 @click.option("--admin", "admin_email", required=True, help="Administrator e-mail address.")
 def bootstrap(org_name: str, admin_email: str) -> None:
     """Create an organisation, its administrator and a full-capability key; print them as JSON."""
     from backend.errors import ApiError
+    from shared.schemas.platform import LoginIn, Name
 
+    # The API's rules: a name as organisations are renamed with, an address that can log in.
+    _checked(org_name, Name, "--org", "an organisation name")
+    _checked(admin_email, typing.get_type_hints(LoginIn, include_extras=True)["email"], "--admin",
+             "the address the administrator logs in with")
     try:
         created = bootstrap_org(database_url(), org_name, admin_email)
     except ApiError as exc:
@@ -60,7 +76,7 @@ def audit_verify(org_id: str | None) -> None:
     from backend.domains.audit import repository, service
 
     async def work(db: Any) -> list[service.ChainReport]:
-        orgs = [org_id] if org_id else await repository.org_ids(db)
+        orgs = [await known_org(db, org_id)] if org_id is not None else await repository.org_ids(db)
         return [await service.verify_org(db, o) for o in orgs]
 
     reports = with_session(database_url(), work)
@@ -80,6 +96,19 @@ def memory() -> None:
     """Maintenance of memory records."""
 
 
+async def _known_options(db: Any, org_id: str | None, index_id: str | None) -> None:
+    """A named organisation or index must exist; otherwise "every record has its vector" would be a false answer."""
+    from backend.domains.exports import repository as exports
+
+    if org_id is not None:
+        await known_org(db, org_id)
+    if index_id is not None:
+        owner = await exports.org_of_index(db, index_id)
+        if owner is None or org_id not in (None, owner):
+            where = f" in the organisation {org_id!r}" if org_id is not None else ""
+            raise click.ClickException(f"Invalid value for --index: there is no index {index_id!r}{where}.")
+
+
 @memory.command("reembed")
 @click.option("--org", "org_id", default=None, help="Only this organisation (default: all).")
 @click.option("--index", "index_id", default=None, help="Only this index.")
@@ -97,6 +126,7 @@ def memory_reembed(org_id: str | None, index_id: str | None, batch: int) -> None
         try:
             sessions = make_sessionmaker(engine)
             async with sessions() as db:
+                await _known_options(db, org_id, index_id)
                 total = sum(p["missing"] for p in await reembed.pending(db, org_id, index_id))
             bar = progress_bar(total, "embedding") if sys.stdout.isatty() and total else None
 

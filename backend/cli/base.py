@@ -37,6 +37,16 @@ def with_session(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
     return asyncio.run(go())
 
 
+async def known_org(db: Any, org_id: str, option: str = "--org") -> str:
+    """An organisation the command names must exist: a typo would otherwise report on, or write under, an id
+    nobody has (the API answers 404 for it)."""
+    from backend.domains.orgs import repository as orgs
+
+    if await orgs.get(db, org_id) is None:
+        raise click.ClickException(f"Invalid value for {option}: there is no organisation {org_id!r}.")
+    return org_id
+
+
 @click.group()
 def main() -> None:
     """coremem: memory and conversation threads for LLM applications."""

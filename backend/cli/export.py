@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -60,7 +61,18 @@ def _export(kind: str, fmt: str, out: str, org_id: str | None, **filters: Any) -
     except ApiError as exc:
         if exc.code == "org_required":
             raise click.UsageError(exc.message) from exc
-        raise click.ClickException(exc.message) from exc
+        option = f"Invalid value for --{exc.param}: " if exc.param in _OPTIONS else ""
+        raise click.ClickException(option + exc.message) from exc
+
+
+_OPTIONS = ("org", "index", "thread", "subject", "type", "shared")  # the errors' params that are option names
+
+
+def _out(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """The file is written beside itself (`FILE.part`, then renamed): its directory must exist and be writable."""
+    directory = os.path.dirname(os.path.abspath(value))
+    click.Path(exists=True, file_okay=False, writable=True).convert(directory, param, ctx)
+    return value
 
 
 @main.group()
@@ -74,7 +86,8 @@ def _export_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      help="Organisation id; the export sees all of it. Needed only when the index or thread named, "
                           "or the database's only organisation, does not say."),
         click.option("--format", "fmt", type=FORMAT_CHOICE, default="parquet", show_default=True),
-        click.option("--out", required=True, type=click.Path(dir_okay=False, writable=True), help="File to write."),
+        click.option("--out", required=True, type=click.Path(dir_okay=False, writable=True), callback=_out,
+                     help="File to write (its directory must exist)."),
         click.option("--since", default=None, help="Created at or after this instant (RFC 3339 with offset)."),
         click.option("--until", default=None, help="Created before this instant."),
     ]):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
-from backend.cli.base import database_url, main, with_session
+from backend.cli.base import database_url, known_org, main, with_session
 
 
 @main.group()
@@ -31,14 +32,20 @@ def models_add(model_id: str, provider: str, base_url: str | None, api_key_env: 
     from backend.errors import ApiError
     from shared.schemas.turns import ModelCreate
 
+    async def work(db: Any) -> dict[str, Any]:
+        if org_id is not None:
+            await known_org(db, org_id)
+        return await service.add(db, body, org_id)
+
     try:
         body = msgspec.convert({"id": model_id, "provider": provider, "base_url": base_url,
                                 "api_key_env": api_key_env, "model": name}, ModelCreate)
-        row = with_session(database_url(), lambda db: service.add(db, body, org_id))
+        row = with_session(database_url(), work)
     except msgspec.ValidationError as exc:
         raise click.BadParameter(str(exc)) from exc
     except ApiError as exc:
-        raise click.BadParameter(exc.message, param_hint=f"--{(exc.param or 'id').replace('_', '-')}") from exc
+        hint = "MODEL_ID" if exc.param in (None, "id") else f"--{exc.param.replace('_', '-')}"
+        raise click.BadParameter(exc.message, param_hint=hint) from exc
     click.echo(json.dumps(service.document(row), default=str))
 
 
@@ -49,7 +56,12 @@ def models_remove(model_id: str, org_id: str | None) -> None:
     """Stop offering a chat model."""
     from backend.domains.models import repository
 
-    if not with_session(database_url(), lambda db: repository.remove(db, org_id or repository.EVERY_ORG, model_id)):
+    async def work(db: Any) -> bool:
+        if org_id is not None:
+            await known_org(db, org_id)
+        return await repository.remove(db, org_id or repository.EVERY_ORG, model_id)
+
+    if not with_session(database_url(), work):
         raise click.ClickException(f"No model {model_id!r} is offered to "
                                    f"{'organisation ' + org_id if org_id else 'every organisation'}.")
     click.echo(f"{model_id} is no longer offered.")

@@ -12,10 +12,10 @@ from datetime import datetime
 from typing import Any
 
 from backend.access.context import RequestContext
+from backend.access.scope import Scope
 from backend.domains.activity import repository as repo
 from backend.domains.audit.service import subject_hash
 from backend.domains.memory.reads import audit_read
-from backend.domains.memory.rules import memory_scope
 from backend.domains.threads import rules as thread_rules
 from backend.errors import Forbidden
 from backend.params import Page, day_window
@@ -26,13 +26,23 @@ def _window(ctx: RequestContext, days: int) -> tuple[str, datetime, list[str]]:
     return day_window(str(ctx.org.get("timezone") or "UTC"), days)
 
 
+def _management_scope(ctx: RequestContext, capability: str) -> Scope:
+    """The capability gate of the data read (PLT-6), then management; these organisation-wide views name nobody by
+    nature, so a key's `subjects_required` does not apply (PLT-7), while a person the request names still narrows."""
+    if capability == "threads":
+        ctx.require_threads()
+    else:
+        ctx.require(capability)
+    ctx.require_management()
+    return ctx.management_scope
+
+
 def _answer(timezone: str, days: list[str], rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"timezone": timezone, "days": days, "data": rows}
 
 
 async def records_per_day(ctx: RequestContext, days: int) -> dict[str, Any]:
-    scope = memory_scope(ctx)
-    ctx.require_management()
+    scope = _management_scope(ctx, "memory")
     timezone, since, listed = _window(ctx, days)
     rows = await repo.versions_per_day(ctx.db, scope, since, timezone)
     await audit_read(ctx, "GET /activity/records", [], {"days": days}, count=sum(r["count"] for r in rows))
@@ -40,8 +50,7 @@ async def records_per_day(ctx: RequestContext, days: int) -> dict[str, Any]:
 
 
 async def messages_per_day(ctx: RequestContext, days: int) -> dict[str, Any]:
-    scope = thread_rules.threads_scope(ctx)
-    ctx.require_management()
+    scope = _management_scope(ctx, "threads")
     timezone, since, listed = _window(ctx, days)
     rows = await repo.messages_per_day(ctx.db, scope, since, timezone)
     await thread_rules.admin_read(ctx, "GET /activity/messages", filters={"days": days},
@@ -71,8 +80,7 @@ def _change_cursor(page: Page) -> tuple[datetime, str, int] | None:
 
 async def changes(ctx: RequestContext, f: ChangeQuery, page: Page) -> tuple[list[dict[str, Any]], str | None]:
     """Record versions across records, newest first: who wrote what, when, to which record."""
-    scope = memory_scope(ctx)
-    ctx.require_management()
+    scope = _management_scope(ctx, "memory")
     if f.subject is not None and ctx.person is not None and not ctx.is_admin:
         raise Forbidden("The `subject` filter is for requests that name nobody and for administrators.",
                         param="subject", code="subject_filter_forbidden")

@@ -89,9 +89,12 @@ async def for_request(ctx: RequestContext, f: MemoryQuery, fmt: str, key_id: str
 
     Returns the export and its rows, already counted in the snapshot they are read from; the audit event
     (written in the request's transaction) carries that count."""
+    ctx.require("memory")
     ctx.require_management()
-    await reads.check_filters(ctx, f)
-    export = Export("records", ctx.scope, await decay.half_lives_for(ctx, key_id, bulk=True), f)
+    # PLT-7: a management route, so a key's `subjects_required` does not apply; a person named still narrows it.
+    scope = ctx.management_scope
+    await reads.check_filters(ctx, f, scope=scope)
+    export = Export("records", scope, await decay.half_lives_for(ctx, key_id, bulk=True), f)
     blocks = await start(ctx.db.bind, export)
     try:
         await _audit(ctx.db, export, ctx.actor, ctx.settings.secret, fmt, reads.describe_filters(ctx, f),

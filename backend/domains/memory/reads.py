@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from backend.access.context import RequestContext
+from backend.access.scope import Scope
 from backend.domains.audit.service import subject_hash
 from backend.domains.indexes import service as indexes
 from backend.domains.memory import decay, search_repository
@@ -57,10 +58,12 @@ def check_owner_filters(f: MemoryQuery) -> None:
                                param="shared", code="subject_and_shared")
 
 
-async def check_filters(ctx: RequestContext, f: MemoryQuery, *, read_index: bool = True) -> dict[str, Any] | None:
+async def check_filters(ctx: RequestContext, f: MemoryQuery, *, read_index: bool = True,
+                        scope: Scope | None = None) -> dict[str, Any] | None:
     """A read's filters: `subject` only for requests naming nobody and administrators; a named index must be
-    reachable (404 otherwise). Returns that index; with `read_index` False the caller checks it (`index_seen`)."""
-    scope = memory_scope(ctx)
+    reachable (404 otherwise) in `scope` (default: the request's data scope). Returns that index; with
+    `read_index` False the caller checks it (`index_seen`)."""
+    scope = scope if scope is not None else memory_scope(ctx)
     check_owner_filters(f)
     pairs(f.metadata, "metadata")
     pairs(f.label, "label")

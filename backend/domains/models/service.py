@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.context import RequestContext
 from backend.domains.models import repository as repo
+from backend.domains.orgs import repository as orgs_repo
 from backend.errors import Forbidden, NotFound, ValidationFailed
 from backend.providers import replay
 from backend.providers.chat import ModelSpec
@@ -62,11 +63,19 @@ async def add(db: AsyncSession, body: ModelCreate, org_id: str | None) -> dict[s
     return await repo.upsert(db, {**checked(body), "org_id": org_id or repo.EVERY_ORG})
 
 
-def _target_org(ctx: RequestContext, org_id: str | None) -> str | None:
+async def existing_org(db: AsyncSession, org_id: str | None) -> str | None:
+    """An operator's `org_id` must name an organisation: a row under any other id is offered to nobody, and its
+    audit event would start a trail of its own. 404 as for an unknown `X-Core-Org`."""
+    if org_id is not None and await orgs_repo.get(db, org_id) is None:
+        raise NotFound("No such organisation.", param="org_id")
+    return org_id
+
+
+async def _target_org(ctx: RequestContext, org_id: str | None) -> str | None:
     """Operators offer to one organisation or (without `org_id`) to all; an administrator only to her own."""
     principal = ctx.principal
     if principal.is_operator:
-        return org_id
+        return await existing_org(ctx.db, org_id)
     ctx.require_admin()
     own = principal.org_id
     if org_id not in (None, own):
@@ -76,7 +85,7 @@ def _target_org(ctx: RequestContext, org_id: str | None) -> str | None:
 
 
 async def add_for(ctx: RequestContext, body: ModelCreate) -> dict[str, Any]:
-    org_id = _target_org(ctx, body.org_id)
+    org_id = await _target_org(ctx, body.org_id)
     row = await add(ctx.db, body, org_id)
     if org_id:
         await ctx.audit("model.offered", object_type="model", object_id=body.id, org_id=org_id,
@@ -85,7 +94,7 @@ async def add_for(ctx: RequestContext, body: ModelCreate) -> dict[str, Any]:
 
 
 async def remove_for(ctx: RequestContext, model_id: str, org_id: str | None) -> None:
-    target = _target_org(ctx, org_id)
+    target = await _target_org(ctx, org_id)
     if not await repo.remove(ctx.db, target or repo.EVERY_ORG, model_id):
         where = f"organisation {target}" if target else "every organisation"
         raise NotFound(f"No model {model_id!r} is offered to {where}.", param="id")
