@@ -26,6 +26,14 @@ WRITE_RESPONSES = {
     "409": "Conflict: a name or key taken, a version moved on, a person erased meanwhile",
     "413": "The request body is larger than this server accepts",
 }
+# Statuses only one route answers; the failures of a turn on `/messages` and the merge patch's media type.
+ROUTE_RESPONSES = {
+    ("/messages", "post"): {"502": "The turn failed (the model down, slow or failing, a tool's write refused); `code` "
+                                   "is the turn's error code, the message names the kept response, and the thread "
+                                   "travels in `X-Core-Thread-Id`"},
+    ("/threads/{thread_id}/state", "patch"): {"415": "The patch is sent neither as `application/merge-patch+json` "
+                                                     "nor as `application/json`"},
+}
 # Routes whose answer is not JSON and varies with a parameter: the media types they really send.
 OTHER_CONTENT = {("/memory/export", "get"): {media: {"schema": {"type": "string", "format": "binary"}}
                                               for media in MEDIA_TYPES.values()}}
@@ -76,6 +84,7 @@ def finalise(document: dict[str, Any]) -> None:
             if (path, method) in OTHER_CONTENT:
                 responses["200"]["content"] = OTHER_CONTENT[(path, method)]
             errors = ERROR_RESPONSES if method == "get" else {**ERROR_RESPONSES, **WRITE_RESPONSES}
+            errors = {**errors, **ROUTE_RESPONSES.get((path, method), {})}
             for status, description in errors.items():
                 responses[status] = {"description": description,
                                      "content": {"application/json": {"schema": ERROR_REF}}}

@@ -89,6 +89,18 @@ def test_plt_16_openapi_describes_the_routes(client):
     assert component["additionalProperties"] is False
 
 
+def test_plt_16_openapi_lists_the_failed_turn_and_the_wrong_media_type(client):
+    paths = client.get("/schema/openapi.json").json()["paths"]
+    error_body = {"$ref": "#/components/schemas/ErrorBody"}
+    failed_turn = paths["/messages"]["post"]["responses"]["502"]
+    assert failed_turn["content"]["application/json"]["schema"] == error_body
+    wrong_media = paths["/threads/{thread_id}/state"]["patch"]["responses"]["415"]
+    assert wrong_media["content"]["application/json"]["schema"] == error_body
+    # Only where they are answered.
+    assert "502" not in paths["/responses"]["post"]["responses"]
+    assert "415" not in paths["/threads/{thread_id}/state"]["put"]["responses"]
+
+
 def test_plt_17_ready_fails_while_migrations_are_behind(postgres, settings):
     postgres.execute('DROP DATABASE IF EXISTS "behind" WITH (FORCE)')
     postgres.execute('CREATE DATABASE "behind"')
