@@ -13,7 +13,8 @@ THREADS_MISSING_MESSAGE = (
 
 
 _AT_PATH = re.compile(r"- at `\$(?P<path>[^`]*)`")
-_NAMED_FIELD = re.compile(r"(?:unknown|missing required) field `(?P<name>[^`]+)`")
+# msgspec's unknown and missing fields, and `check_instants`' instant outside the calendar (shared/schemas/common.py).
+_NAMED_FIELD = re.compile(r"(?:unknown|missing required|instant) field `(?P<name>[^`]+)`")
 
 
 def msgspec_error_parts(message: str) -> tuple[str, str | None, str | None]:

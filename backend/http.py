@@ -6,14 +6,14 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
 from litestar import Request, Response
 from litestar.datastructures import State
-from litestar.exceptions import HTTPException, NotAuthorizedException, ValidationException
+from litestar.exceptions import HTTPException, NotAuthorizedException, SerializationException, ValidationException
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -35,6 +35,8 @@ from backend.errors import (
     ValidationFailed,
     msgspec_error_parts,
 )
+from backend.params import refuse_unknown_query, route_query
+from shared.schemas.common import InstantOutOfRange
 from shared.schemas.compaction import RETIRED_COMPACTION_FIELDS
 
 log = logging.getLogger("coremem")
@@ -212,16 +214,20 @@ def handle_api_error(_: Request, exc: ApiError) -> Response[Any]:
                           headers=exc.headers)
 
 
-def handle_validation(_: Request, exc: ValidationException) -> Response[Any]:
+def handle_validation(request: Request, exc: ValidationException) -> Response[Any]:
     extra = exc.extra if isinstance(exc.extra, list) else []
     first = extra[0] if extra and isinstance(extra[0], dict) else {}
     message = str(first.get("message") or exc.detail)
     source = first.get("source")
     if _looks_like_json_error(message):
         return error_response(400, "malformed_body", f"The request body is not valid JSON: {message}", None)
+    if first.get("key") == "data" and message == "'data'":  # Litestar's KeyError: no body came, so no `data`
+        return error_response(400, "malformed_body", "A JSON body is required; the request sent none.", None)
     param = _validation_param(message, first.get("key"))
     if source in ("query", "path", "header", "cookie") and first.get("key"):
         param = str(first["key"])
+        if source == "query":  # Litestar names the keyword (`from_`); the client sent the wire name (`from`)
+            param = route_query(request).wire_names.get(param, param)
     clean = msgspec_error_parts(message)[0]
     return error_response(422, "validation_failed", _retired(param) or clean or "The request is not valid.", param)
 
@@ -232,6 +238,18 @@ def _retired(param: str | None) -> str | None:
     if container == "compaction" or container.endswith(".compaction"):
         return RETIRED_COMPACTION_FIELDS.get(name)
     return None
+
+
+def _unreadable_body(reason: str) -> str:
+    """What is wrong with a body the JSON decoder refused (Litestar raises it as a 400 caused by
+    `SerializationException`); msgspec's location is left out, as it hides object keys (`$[...][...]`)."""
+    reason = msgspec_error_parts(reason)[0]
+    if reason.startswith("Number out of range"):
+        return ("The request body is not valid JSON for this API: it holds a number too large to read (such as "
+                "1e999); numbers must be within ±1.7e308.")
+    if "UTF-8" in reason:
+        return "The request body is not valid JSON: it is not UTF-8 encoded text. Send JSON encoded as UTF-8."
+    return f"The request body is not valid JSON: {reason}"
 
 
 def _looks_like_json_error(message: str) -> bool:
@@ -254,8 +272,8 @@ def handle_http(_: Request, exc: HTTPException) -> Response[Any]:
     if isinstance(exc, NotAuthorizedException):
         status = 401
     message = exc.detail if isinstance(exc.detail, str) and exc.detail else "The request was refused."
-    if status == 400 and _looks_like_json_error(message):
-        return error_response(400, "malformed_body", f"The request body is not valid JSON: {message}", None)
+    if status == 400 and (_looks_like_json_error(message) or isinstance(exc.__cause__, SerializationException)):
+        return error_response(400, "malformed_body", _unreadable_body(message), None)
     if status == 404 and message == "Not Found":
         message = "There is no such route."
     return error_response(status, _STATUS_CODES.get(status, "error"), message, None)
@@ -271,28 +289,59 @@ def _is_nul_refusal(exc: Exception) -> bool:
 
 
 async def refuse_nul_in_url(request: Request[Any, Any, Any]) -> None:
-    """App-wide `before_request`: a NUL in a query or path value is bad input (422 naming it), not a 500."""
+    """App-wide `before_request` (the one the app registers): a NUL in a query or path value is bad input (422
+    naming it), not a 500; then `refuse_unknown_query`."""
     for name, value in [*request.query_params.multi_items(), *request.path_params.items()]:
         if isinstance(value, str) and "\x00" in value:
             raise ValidationFailed(NUL_MESSAGE, param=name)
+    refuse_unknown_query(request)
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """The exception and what it wraps, as SQLAlchemy wraps driver errors (`orig`) or Python chains them."""
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None:
+            return
+        yield seen
+        seen = getattr(seen, "orig", None) or seen.__cause__ or seen.__context__
+
+
+def limit_exceeded(exc: BaseException) -> psycopg.Error | None:
+    """PostgreSQL's SQLSTATE class 54 (program limit exceeded: text too long for a tsvector, an index row or an
+    array too large, a statement too complex), which psycopg files under `OperationalError`: the request's
+    content is too large, not the database down, so sending it again would fail the same way."""
+    for seen in _causes(exc):
+        if isinstance(seen, psycopg.Error) and (seen.sqlstate or "").startswith("54"):
+            return seen
+    return None
 
 
 def is_database_unavailable(exc: BaseException) -> bool:
     """A lost or refused database connection (server restarted, backend terminated, connection refused, pool
     exhausted), as SQLAlchemy wraps it or as psycopg raises it on the driver's connection (db/prepared.py)."""
-    seen: BaseException | None = exc
-    for _ in range(6):
-        if seen is None:
-            return False
+    if limit_exceeded(exc) is not None:
+        return False
+    for seen in _causes(exc):
         if isinstance(seen, DBAPIError) and seen.connection_invalidated:
             return True
         if isinstance(seen, psycopg.OperationalError | psycopg.InterfaceError | SQLAlchemyTimeout):
             return True
-        seen = getattr(seen, "orig", None) or seen.__cause__ or seen.__context__
     return False
 
 
+def too_large(limit: psycopg.Error) -> ApiError:
+    """The 413 of a request past a database limit (`limit_exceeded`), over HTTP and MCP alike."""
+    what = limit.diag.message_primary or "a value exceeds a limit of the database"
+    return ApiError(f"The request holds more than the database accepts in one value: {what}. Send smaller "
+                    "values, such as a long text split across several items.", status=413, code="payload_too_large")
+
+
 def handle_internal(_: Request, exc: Exception) -> Response[Any]:
+    limit = limit_exceeded(exc)
+    if limit is not None:
+        refused = too_large(limit)
+        return error_response(refused.status, refused.code, refused.message, None)
     if is_database_unavailable(exc):
         log.warning("database unavailable: %s", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         unavailable = DatabaseUnavailable()
@@ -300,6 +349,8 @@ def handle_internal(_: Request, exc: Exception) -> Response[Any]:
                               headers=unavailable.headers)
     if _is_nul_refusal(exc):
         return error_response(422, "validation_failed", NUL_MESSAGE, None)
+    if isinstance(exc, InstantOutOfRange):  # a Struct a route made itself, not one msgspec decoded
+        return error_response(422, "validation_failed", f"{exc}.", exc.field)
     if isinstance(exc, RecursionError) and "deserializing" in str(exc):  # msgspec's JSON decoder, on the body
         return error_response(422, "validation_failed", "The request body nests arrays or objects too deeply.", None)
     error_id = uuid.uuid4().hex

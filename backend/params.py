@@ -3,7 +3,8 @@
 A route's filters are one msgspec Struct in shared/schemas (the contract the client sends too); `query_dependency`
 turns it into a Litestar dependency whose parameters are the Struct's fields, so the route, the OpenAPI document,
 the repository and the client read the same fields. Paging is `Page`: one cursor format, one error, one
-`limit + 1` look-ahead for every paged route.
+`limit + 1` look-ahead for every paged route. `refuse_unknown_query` (before every route) holds a request to the
+query parameters its route takes.
 """
 
 from __future__ import annotations
@@ -12,21 +13,22 @@ import base64
 import inspect
 import json
 import re
+import warnings
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime, time, timedelta
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, NamedTuple, TypeVar, Union, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 from litestar import Request
 from litestar.params import Parameter
 
-from backend.errors import BadRequest, ValidationFailed
+from backend.errors import BadRequest, ValidationFailed, msgspec_error_parts
 
 S = TypeVar("S", bound=msgspec.Struct)
 Row = TypeVar("Row")
 MAX_PAGE = 200
-_AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`")
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
 
 
@@ -77,10 +79,9 @@ def query_dependency(struct: type[S]) -> Callable[..., Any]:
         try:
             return msgspec.convert(sent, struct, strict=False)
         except msgspec.ValidationError as exc:
-            message = str(exc)
-            found = _AT.search(message)
-            param = found.group("path").split("[")[0] if found else None
-            raise ValidationFailed(_AT.sub("", message) + ".", param=param) from None
+            text, path, named = msgspec_error_parts(str(exc))
+            field = path.lstrip(".").split("[")[0] if path else named  # the instant check names its field
+            raise ValidationFailed(text + ".", param=field or None) from None
 
     request_parameter = inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request)
     provide.__signature__ = inspect.Signature([request_parameter, *parameters],  # type: ignore[attr-defined]
@@ -89,6 +90,55 @@ def query_dependency(struct: type[S]) -> Callable[..., Any]:
     provide.__name__ = f"provide_{struct.__name__}"
     return provide
 
+
+# ---------------------------------------------------------------- the parameters a route takes
+
+class RouteQuery(NamedTuple):
+    """The query parameters a route takes (its own and its dependencies', as Litestar reads and documents them)."""
+
+    names: frozenset[str]  # wire names
+    repeatable: frozenset[str]  # list-valued: each value sent is kept
+    wire_names: dict[str, str]  # the keyword's name in Python (`from_`) -> the wire name (`from`)
+
+
+_ROUTE_QUERY = "coremem_route_query"  # the handler's `opt` keeps its RouteQuery, worked out on its first request
+
+
+def route_query(request: Request[Any, Any, Any]) -> RouteQuery:
+    """The query parameters of the request's route, read from its handler's signature and dependencies."""
+    handler = request.route_handler
+    known = handler.opt.get(_ROUTE_QUERY)
+    if isinstance(known, RouteQuery):
+        return known
+    with warnings.catch_warnings():  # Litestar warned about the handler's signature once, at startup
+        warnings.simplefilter("ignore")
+        model = handler.create_kwargs_model(dict.fromkeys(request.path_params))  # type: ignore[arg-type]
+    query = model.expected_query_params
+    known = RouteQuery(frozenset(p.field_alias for p in query),
+                       frozenset(p.field_alias for p in query if p.is_sequence),
+                       {p.field_name: p.field_alias for p in query})
+    handler.opt[_ROUTE_QUERY] = known
+    return known
+
+
+def refuse_unknown_query(request: Request[Any, Any, Any]) -> None:
+    """MEM-10/PLT-14: a query parameter the route would ignore (a typo such as `indexid`, which would list every
+    index) or a second value of a single-valued one (of which only the last would count) is 422, never dropped."""
+    if not request.query_params:
+        return
+    route = route_query(request)
+    counts = Counter(name for name, _ in request.query_params.multi_items())
+    for name, count in counts.items():
+        if name not in route.names:
+            takes = ", ".join(f"`{n}`" for n in sorted(route.names)) or "none"
+            raise ValidationFailed(f"`{name}` is not a query parameter of this route; it takes {takes}.",
+                                   param=name, code="unknown_parameter")
+        if count > 1 and name not in route.repeatable:
+            raise ValidationFailed(f"`{name}` takes one value, and {count} were sent; send it once.", param=name,
+                                   code="repeated_parameter")
+
+
+# ---------------------------------------------------------------- `name:value` filters
 
 def pairs(values: Sequence[str], param: str) -> list[tuple[str, str]]:
     """Repeatable `k:v` filters (`metadata=k:v`, `label=k:v`); the value may itself contain colons."""
@@ -121,8 +171,10 @@ class Page:
         self._limit = limit
         self.size = 0
 
-    def after(self, *kinds: type) -> Any:
-        """The position to continue after (None on the first page); a cursor of another shape is 400."""
+    def after(self, *kinds: type, int_bits: int = 64) -> Any:
+        """The position to continue after (None on the first page); a cursor of another shape is 400, and so is
+        an integer the position's column cannot hold (`int_bits`: 64 for bigint, 32 for integer), which the
+        database would refuse to compare."""
         if not self._cursor:
             return None
         try:
@@ -131,6 +183,10 @@ class Page:
         except (ValueError, TypeError):
             raise _invalid_cursor() from None
         if kinds and not isinstance(value, kinds):
+            raise _invalid_cursor()
+        if isinstance(value, bool) and bool not in kinds:  # JSON `true` is an int to Python
+            raise _invalid_cursor()
+        if isinstance(value, int) and not -(2 ** (int_bits - 1)) <= value < 2 ** (int_bits - 1):
             raise _invalid_cursor()
         return value
 

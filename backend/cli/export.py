@@ -11,6 +11,7 @@ import click
 
 from backend.cli.base import database_url, main, progress_bar
 from backend.config import get_settings
+from shared.schemas.common import has_utc_time
 
 FORMAT_CHOICE = click.Choice(["parquet", "csv", "ndjson"])
 
@@ -27,6 +28,8 @@ def _instant(value: str | None, name: str) -> Any:
         raise click.BadParameter(f"{value!r} is not an RFC 3339 instant.", param_hint=name) from exc
     if parsed.tzinfo is None:
         raise click.BadParameter("an instant needs its offset, such as `...Z` or `...+01:00`.", param_hint=name)
+    if not has_utc_time(parsed):
+        raise click.BadParameter("an instant needs a UTC time within years 1–9999.", param_hint=name)
     return parsed
 
 

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from backend import contexts
 from backend.access.context import RequestContext
 from backend.errors import ApiError
-from backend.http import transaction
+from backend.http import limit_exceeded, too_large, transaction
 from backend.mcp import catalog
 from backend.mcp.credential import Credential
 
@@ -68,6 +68,9 @@ def error_text(error: ApiError) -> str:
 
 
 def _internal(exc: BaseException) -> ApiError:
+    limit = limit_exceeded(exc)  # content past a database limit is the request's, as over HTTP (PLT-14)
+    if limit is not None:
+        return too_large(limit)
     error_id = uuid.uuid4().hex
     log.error("unexpected error %s in an MCP call", error_id, exc_info=exc)
     return ApiError(f"Something went wrong on our side; quote error id {error_id}.", status=500,

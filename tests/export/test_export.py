@@ -120,12 +120,15 @@ def test_exp_2_filters_index_type_subject_shared_since_until(mem, seeded, client
     assert ids(after=cut.isoformat()) == {s["bob"], s["shared"]}
     assert ids(before=cut.isoformat()) == {s["anna_fact"], s["anna_commitment"]}
     assert ids(after=(cut + timedelta(days=1)).isoformat()) == set()
-    # Any offset an instant may carry, also one PostgreSQL does not read (beyond ±15:59), at the calendar's ends too.
+    # Any offset an instant may carry, also one PostgreSQL does not read (beyond ±15:59); an instant with no UTC
+    # time in years 1–9999 is refused, as on every route (PLT-15).
     assert ids(before="1075-07-31T15:33:51+22:22") == set()
     assert ids(after=cut.astimezone(timezone(timedelta(hours=23, minutes=59))).isoformat()) == {s["bob"], s["shared"]}
-    assert ids(after="0001-01-01T00:00:00+22:22") == set(s.values())
-    assert ids(before="0001-01-01T00:00:00+05:00") == set()
-    assert ids(before="9999-12-31T23:00:00-22:22") == set(s.values())
+    assert ids(after="0001-01-02T00:00:00+22:22") == set(s.values())
+    for name, value in (("after", "0001-01-01T00:00:00+22:22"), ("before", "0001-01-01T00:00:00+05:00"),
+                        ("before", "9999-12-31T23:00:00-22:22")):
+        assert_error(client.get("/memory/export", params={"format": "ndjson", name: value}, headers=admin), 422,
+                     "validation_failed", name)
     assert ids(metadata="source:chat") == {s["anna_fact"]}  # JSONB parameters reach the COPY statement
     assert ids(metadata="n:5", label="team:red", tag="DOCKER") == {s["anna_fact"]}
     assert ids(metadata="source:mail") == set()
@@ -260,6 +263,9 @@ def test_exp_1_cli_filters_and_refusals(mem, seeded, database_url, settings, tmp
     naive = _cli(database_url, settings.secret, "records", "--org", mem.org.org_id, "--out", str(out),
                  "--since", "2026-01-01T00:00:00")
     assert naive.returncode != 0 and "offset" in naive.stderr
+    past_the_calendar = _cli(database_url, settings.secret, "records", "--org", mem.org.org_id, "--out", str(out),
+                             "--until", "9999-12-31T23:00:00-22:22")
+    assert past_the_calendar.returncode == 2 and "years 1–9999" in past_the_calendar.stderr, past_the_calendar.stderr
     missing = _cli(database_url, settings.secret, "records", "--org", "org_nope", "--out", str(tmp_path / "x"))
     assert missing.returncode != 0 and "No organisation" in missing.stderr
     assert not (tmp_path / "x").exists()

@@ -189,6 +189,8 @@ def test_mem_22_search_tool_lines_percentages_contested_and_envelope(mem: Mem, c
     assert future.json()["output"] == ""
     assert_error(call(client, mem, "search", {"query": "tea", "after": "2026-01-01T00:00:00"}, plain_key), 422,
                  param="arguments.after")
+    assert_error(call(client, mem, "search", {"query": "tea", "before": "9999-12-31T23:00:00-22:22"}, plain_key),
+                 422, param="arguments.before")
     assert_error(call(client, mem, "search", {"query": "tea", "limit": 500}, plain_key), 422,
                  param="arguments.limit")
     assert_error(call(client, mem, "search", {}, plain_key), 422, param="arguments.query")

@@ -9,6 +9,7 @@ from litestar import Controller, delete, get, patch, post
 
 from backend.access.context import RequestContext
 from backend.domains.agents import service
+from backend.errors import NotFound
 from backend.params import Page
 from shared.schemas.agents import (
     AgentCreate,
@@ -18,6 +19,8 @@ from shared.schemas.agents import (
     AgentVersionOut,
     AgentVersionPage,
 )
+
+INT4_MIN, INT4_MAX = -(2**31), 2**31 - 1  # `agent_versions.version` is an integer column
 
 
 def _agent(row: dict[str, Any]) -> AgentOut:
@@ -56,10 +59,15 @@ class AgentController(Controller):
 
     @get("/{agent_id:str}/versions", summary="An agent's versions, newest first")
     async def list_versions(self, agent_id: str, ctx: RequestContext, page: Page) -> AgentVersionPage:
-        rows = await service.versions_page(ctx, agent_id, page.after(int), page.fetch())
+        rows = await service.versions_page(ctx, agent_id, page.after(int, int_bits=32), page.fetch())
         rows, next_cursor = page.cut(rows, lambda row: row["version"])
         return AgentVersionPage(data=[_version(r) for r in rows], next_cursor=next_cursor)
 
     @get("/{agent_id:str}/versions/{version:int}", summary="One version of an agent")
     async def get_version(self, agent_id: str, version: int, ctx: RequestContext) -> AgentVersionOut:
+        if not INT4_MIN <= version <= INT4_MAX:
+            # No version is numbered past the column's range, and the database would refuse to compare the number.
+            await service.versions_page(ctx, agent_id, None, 1)  # the agent's own 403 or 404 come first
+            raise NotFound(f"Agent {agent_id} has no version {version}.", param="version",
+                           code="agent_version_not_found")
         return _version(await service.one_version(ctx, agent_id, version))

@@ -51,6 +51,7 @@ def check_working_state_schema(schema: dict[str, Any]) -> None:
             raise ValidationFailed(f"`{key}` {value!r} does not point inside this schema; a working-state schema is "
                                    "self-contained (`#/$defs/…` or an `$anchor`).", param=_path(PARAM, [*where, key]),
                                    code="invalid_schema")
+    _refuse_cycles(schema)
 
 
 def _walk(node: Any, where: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str, Any]]:
@@ -81,3 +82,118 @@ def _resolves(root: dict[str, Any], ref: str, anchors: set[Any]) -> bool:
         else:
             return False
     return True
+
+
+# ---------------------------------------------------------------- reference cycles
+
+_REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+# Keywords whose subschemas apply to the same value: a reference chain through these alone never reaches a
+# smaller part of the state, so a cycle of them recurses for ever when a state is checked (RecursionError).
+_SAME_VALUE_ONE = ("not", "if", "then", "else")
+_SAME_VALUE_MANY = ("allOf", "anyOf", "oneOf")
+_SAME_VALUE_MAP = ("dependentSchemas", "dependencies")
+# Keywords whose subschemas apply to a part of the value (or are only referred to): no cycle runs through them.
+_PART_ONE = ("additionalProperties", "unevaluatedProperties", "propertyNames", "items", "additionalItems",
+             "unevaluatedItems", "contains", "contentSchema")
+_PART_MANY = ("prefixItems", "items")
+_PART_MAP = ("properties", "patternProperties", "$defs", "definitions")
+
+Where = tuple[Any, ...]
+
+
+def _refuse_cycles(root: dict[str, Any]) -> None:
+    """THR-11/TRN-5: 422 at the `$ref` closing a chain of references that comes back to a schema it started from
+    without passing a keyword that takes a part of the value (`properties`, `items`, …), such as `{"$ref": "#"}`:
+    the schema is valid by its meta-schema, but checking any state against it never ends."""
+    anchors: dict[str, Where] = {}
+    for where, key, value in _walk(root, ()):
+        if key in ("$anchor", "$dynamicAnchor") and isinstance(value, str):
+            anchors.setdefault(value, where)
+    nodes: dict[Where, dict[str, Any]] = {}
+    todo: list[Where] = [()]
+    while todo:  # every schema object: by the keywords that hold schemas, and where references point
+        where = todo.pop()
+        node = _at(root, where)
+        if where in nodes or not isinstance(node, dict):
+            continue
+        nodes[where] = node
+        todo.extend(target for _, target in _subschemas(node, where))
+        todo.extend(target for _, target in _same_value(node, where, root, anchors))
+    edges = {where: [(via, target) for via, target in _same_value(node, where, root, anchors) if target in nodes]
+             for where, node in nodes.items()}
+    state: dict[Where, int] = {}  # 1: on the current chain, 2: done
+    for start in nodes:
+        if start in state:
+            continue
+        state[start] = 1
+        stack = [(start, iter(edges[start]))]
+        while stack:
+            where, pending = stack[-1]
+            step = next(pending, None)
+            if step is None:
+                state[where] = 2
+                stack.pop()
+                continue
+            via, target = step
+            if state.get(target) == 1:
+                what = f"`{via[-1]}` {_at(root, via)!r}" if via[-1] in _REFS else "This subschema"
+                raise ValidationFailed(
+                    f"{what} leads back to a schema it is reached from without going into a part of the state "
+                    "(through `properties`, `items` or the like), so checking a state against it would never end. "
+                    "Point it elsewhere or remove the loop.", param=_path(PARAM, via), code="invalid_schema")
+            if target not in state:
+                state[target] = 1
+                stack.append((target, iter(edges[target])))
+
+
+def _at(root: Any, where: Where) -> Any:
+    node = root
+    for part in where:
+        node = node[part]
+    return node
+
+
+def _subschemas(node: dict[str, Any], where: Where) -> Iterator[tuple[Where, Where]]:
+    """(keyword's place, subschema's place) of every subschema the node holds."""
+    for key, value in node.items():
+        if key in (*_SAME_VALUE_ONE, *_PART_ONE) and isinstance(value, dict):
+            yield (*where, key), (*where, key)
+        elif key in (*_SAME_VALUE_MANY, *_PART_MANY) and isinstance(value, list):
+            yield from (((*where, key, i), (*where, key, i)) for i in range(len(value)))
+        elif key in (*_SAME_VALUE_MAP, *_PART_MAP) and isinstance(value, dict):
+            yield from (((*where, key, name), (*where, key, name)) for name in value)
+
+
+def _same_value(node: dict[str, Any], where: Where, root: dict[str, Any], anchors: dict[str, Where]
+                ) -> Iterator[tuple[Where, Where]]:
+    """(keyword's place, schema's place) of the schemas applied to the same value as the node: its references'
+    targets and its `allOf`/`anyOf`/`oneOf`/`not`/`if`/`then`/`else`/`dependentSchemas` subschemas."""
+    for key in _REFS:
+        target = _target(root, node.get(key), anchors)
+        if target is not None:
+            yield (*where, key), target
+    for via, target in _subschemas(node, where):
+        if via[len(where)] in (*_SAME_VALUE_ONE, *_SAME_VALUE_MANY, *_SAME_VALUE_MAP):
+            yield via, target
+
+
+def _target(root: dict[str, Any], ref: Any, anchors: dict[str, Where]) -> Where | None:
+    """The place a `#…` reference points at, or None (not a reference inside this schema)."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    fragment = unquote(ref[1:])
+    if not fragment.startswith("/"):
+        return () if fragment == "" else anchors.get(fragment)
+    where: list[Any] = []
+    node: Any = root
+    for raw in fragment[1:].split("/"):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            where.append(token)
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            where.append(int(token))
+            node = node[int(token)]
+        else:
+            return None
+    return tuple(where)

@@ -17,6 +17,7 @@ from backend.domains.memory.rules import confidence_pct, store_types
 from backend.domains.tools import envelope
 from backend.errors import ValidationFailed
 from backend.providers.embeddings import made_at_once
+from shared.schemas.common import has_utc_time
 from shared.schemas.memory import MAX_TEXT, MemoryCreate, MemoryQuery
 
 PREFIX = "memory"
@@ -137,6 +138,8 @@ def _instant(value: Any, param: str) -> datetime | None:
         raise ValidationFailed("Expected an RFC 3339 instant such as 2026-10-01T09:00:00+02:00.", param=param) from None
     if parsed.tzinfo is None:
         raise ValidationFailed("An instant needs its offset, such as +02:00 or Z.", param=param)
+    if not has_utc_time(parsed):
+        raise ValidationFailed("An instant needs a UTC time within years 1–9999.", param=param)
     return parsed
 
 
