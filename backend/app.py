@@ -38,6 +38,7 @@ from backend.domains.turns.controller import MessagesController, ResponseControl
 from backend.domains.usage.controller import UsageController
 from backend.errors import ApiError
 from backend.http import (
+    check_query_and_path,
     handle_api_error,
     handle_http,
     handle_internal,
@@ -46,7 +47,6 @@ from backend.http import (
     provide_context,
     provide_db,
     provide_turn_context,
-    refuse_nul_in_url,
 )
 from backend.mcp.http import McpEndpoint
 from backend.params import provide_page
@@ -118,7 +118,7 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
                         ExtractionController, mcp.handler],
         dependencies={"db": Provide(provide_db), "ctx": Provide(provide_context), "page": Provide(provide_page),
                       "turn": Provide(provide_turn_context), "arguments_checked": Provide(provide_arguments_checked)},
-        before_request=refuse_nul_in_url,
+        before_request=check_query_and_path,
         exception_handlers={
             ApiError: handle_api_error,
             ValidationException: handle_validation,

@@ -288,9 +288,9 @@ def _is_nul_refusal(exc: Exception) -> bool:
     return isinstance(exc, DBAPIError) and ("NUL (0x00)" in message or "\\u0000" in message)
 
 
-async def refuse_nul_in_url(request: Request[Any, Any, Any]) -> None:
-    """App-wide `before_request` (the one the app registers): a NUL in a query or path value is bad input (422
-    naming it), not a 500; then `refuse_unknown_query`."""
+async def check_query_and_path(request: Request[Any, Any, Any]) -> None:
+    """App-wide `before_request`: a NUL in a query or path value is bad input (422 naming it), not a 500; a query
+    parameter the route does not take, or a repeat of a single-valued one, is 422 (`refuse_unknown_query`)."""
     for name, value in [*request.query_params.multi_items(), *request.path_params.items()]:
         if isinstance(value, str) and "\x00" in value:
             raise ValidationFailed(NUL_MESSAGE, param=name)

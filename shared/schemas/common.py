@@ -10,7 +10,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 __all__ = ("UNSET", "ErrorBody", "Instant", "InstantOutOfRange", "JSONObject", "Model", "Pair", "UnsetType",
-           "check_instants")
+           "check_instants", "has_utc_time")
 
 
 # An input instant must carry its offset (PLT-15); msgspec refuses naive ones with a validation error, and
