@@ -3,7 +3,7 @@ types changed) is read anew with all its attempts; a parked window resumes with 
 
 from __future__ import annotations
 
-from tests.extraction.util import answer, conversation, new, new_store, records, run_now, switch_on
+from tests.extraction.util import answer, first_read_fails, new, records, run_now, switch_on
 
 DUE = "UPDATE procrastinate_jobs SET scheduled_at = now() WHERE task_name = 'extraction.read_thread'"
 
@@ -13,12 +13,7 @@ def _window(db):
 
 
 def test_ext_6_a_window_queued_again_after_failing_gets_all_its_attempts_back(client, org, db, scripted, run_jobs):
-    index_id = new_store(org)
-    conversation(org, "anna", ("user", "I like tea."))
-    switch_on(org, index_id)
-    scripted.fail(500)
-    run_now(org, index_id)
-    run_jobs()
+    index_id = first_read_fails(org, scripted, run_jobs)
     for _ in range(4):  # the read job's retries, made due at once instead of after their backoff
         db.execute(DUE)
         scripted.fail(500)
@@ -37,12 +32,7 @@ def test_ext_6_a_window_queued_again_after_failing_gets_all_its_attempts_back(cl
 
 
 def test_ext_8_a_parked_window_keeps_its_attempts_when_it_goes_on(client, org, db, scripted, run_jobs):
-    index_id = new_store(org)
-    conversation(org, "anna", ("user", "I like tea."))
-    switch_on(org, index_id)
-    scripted.fail(500)
-    run_now(org, index_id)
-    run_jobs()
+    index_id = first_read_fails(org, scripted, run_jobs)
     assert _window(db) == [("queued", 1, None)]
     client.patch(f"/tenants/{org.org_id}", headers=org.admin, json={"limits": {"monthly_model_tokens": 0}})
     db.execute(DUE)

@@ -11,6 +11,7 @@ from backend.domains.extraction.queue import SCHEDULE_TASK
 from tests.extraction.util import (
     answer,
     conversation,
+    first_read_fails,
     get_switch,
     new,
     new_store,
@@ -204,12 +205,7 @@ def test_ext_8_windows_park_at_the_monthly_cap_and_go_on_when_it_is_raised(clien
 
 
 def test_ext_8_a_model_error_is_retried_later_with_backoff(client, org, db, scripted, run_jobs):
-    index_id = new_store(org)
-    conversation(org, "anna", ("user", "I like tea."))
-    switch_on(org, index_id)
-    scripted.fail(500)
-    run_now(org, index_id)
-    run_jobs()
+    first_read_fails(org, scripted, run_jobs)
     assert db.execute("SELECT state, attempts FROM extraction_windows").fetchall() == [("queued", 1)]
     job = db.execute("SELECT status, scheduled_at > now() FROM procrastinate_jobs "
                      "WHERE task_name = 'extraction.read_thread'").fetchall()

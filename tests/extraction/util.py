@@ -45,6 +45,17 @@ def conversation(org: Any, person: str | None, *lines: tuple[str, str]) -> str:
     return str(thread["id"])
 
 
+def first_read_fails(org: Any, scripted: Any, run_jobs: Any) -> str:
+    """Anna's thread in a new store with extraction on, whose first read the model answers with a 500: the store."""
+    index_id = new_store(org)
+    conversation(org, "anna", ("user", "I like tea."))
+    switch_on(org, index_id)
+    scripted.fail(500)
+    run_now(org, index_id)
+    run_jobs()
+    return index_id
+
+
 def answer(*memories: dict[str, Any], **extra: Any) -> str:
     return json.dumps({"memories": list(memories), **extra})
 

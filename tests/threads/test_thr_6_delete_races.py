@@ -167,13 +167,19 @@ def test_thr_8_a_note_on_a_message_whose_author_was_erased_meanwhile_answers_404
     assert db.execute("SELECT count(*) FROM thread_item_notes WHERE item_id = %s", (bobs,)).fetchone()[0] == 0
 
 
-def test_thr_8_removing_a_note_of_a_thread_deleted_meanwhile_answers_the_threads_404(client, org, db):
-    anna = bearer(org.key, "anna")
+def _noted_message(client, org, anna):
+    """Anna's new thread and its message, on which she keeps a note; the routes warmed for the timed part."""
     thread = new_thread(client, anna, items=[msg("user", "hello")])
     tid, item = thread["id"], thread["items"][0]["id"]
     noted = client.put(f"/threads/{tid}/items/{item}/metadata", json={"metadata": {"k": 1}}, headers=anna)
     assert noted.status_code == 200, noted.text
     _warm(client, org.key)
+    return tid, item
+
+
+def test_thr_8_removing_a_note_of_a_thread_deleted_meanwhile_answers_the_threads_404(client, org, db):
+    anna = bearer(org.key, "anna")
+    tid, item = _noted_message(client, org, anna)
     with _held(db, "SELECT 1 FROM thread_item_notes WHERE item_id = %s FOR UPDATE", item):
         gone = _Request(lambda: client.delete(f"/threads/{tid}", headers=anna))
         _waiting(db, 1)  # the deletion marked the thread and waits on the note
@@ -188,11 +194,7 @@ def test_thr_8_removing_a_note_of_a_thread_deleted_meanwhile_answers_the_threads
 def test_thr_8_a_note_written_while_the_thread_is_being_deleted_answers_404_and_is_not_kept(client, org, db):
     """The write waits on the note the deletion removes; when it goes on, its message is gone too."""
     anna = bearer(org.key, "anna")
-    thread = new_thread(client, anna, items=[msg("user", "hello")])
-    tid, item = thread["id"], thread["items"][0]["id"]
-    noted = client.put(f"/threads/{tid}/items/{item}/metadata", json={"metadata": {"k": 1}}, headers=anna)
-    assert noted.status_code == 200, noted.text
-    _warm(client, org.key)
+    tid, item = _noted_message(client, org, anna)
     with _held(db, "SELECT 1 FROM thread_item_notes WHERE item_id = %s FOR UPDATE", item):
         gone = _Request(lambda: client.delete(f"/threads/{tid}", headers=anna))
         _waiting(db, 1)  # the deletion marked the thread and waits on the note
