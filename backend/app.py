@@ -126,9 +126,9 @@ def create_app(settings: Settings | None = None, database_url: str | None = None
             Exception: handle_internal,
         },
         lifespan=[lifespan, mcp.lifespan],
-        on_startup=[openapi.install],
         state=State({"settings": settings, "rate_limiter": RateLimiter.from_settings(settings)}),
         request_max_body_size=settings.max_body_bytes,
-        openapi_config=OpenAPIConfig(title="coremem", version="0.1.0", path="/schema"),
+        openapi_config=OpenAPIConfig(title="coremem", version="0.1.0", path="/schema",
+                                     render_plugins=openapi.render_plugins()),
         debug=False,
     )

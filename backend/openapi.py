@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Litestar
-from litestar._openapi.plugin import OpenAPIPlugin
+from litestar import Request
+from litestar.openapi.plugins import (
+    JsonRenderPlugin,
+    OpenAPIRenderPlugin,
+    RedocRenderPlugin,
+    SwaggerRenderPlugin,
+    YamlRenderPlugin,
+)
 
 from backend.domains.exports.formats import MEDIA_TYPES
 
@@ -91,7 +97,35 @@ def finalise(document: dict[str, Any]) -> None:
     document.setdefault("paths", {})["/mcp"] = {"post": MCP_POST}
 
 
-def install(app: Litestar) -> None:
-    """Post-process the cached document once, at start-up."""
-    plugin = app.plugins.get(OpenAPIPlugin)
-    finalise(plugin.provide_openapi_schema())
+def finalised(document: dict[str, Any]) -> dict[str, Any]:
+    """The document, finalised the first time any page of it is rendered. Litestar builds it on first use; building
+    it takes about half a second, which every process start (and every app a test makes) paid when it was built and
+    finalised at start-up."""
+    if "/mcp" not in document.get("paths", {}):  # `finalise` adds /mcp last
+        finalise(document)
+    return document
+
+
+class _Swagger(SwaggerRenderPlugin):
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        return super().render(request, finalised(openapi_schema))
+
+
+class _Json(JsonRenderPlugin):
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        return super().render(request, finalised(openapi_schema))
+
+
+class _Yaml(YamlRenderPlugin):
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        return super().render(request, finalised(openapi_schema))
+
+
+class _Redoc(RedocRenderPlugin):
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        return super().render(request, finalised(openapi_schema))
+
+
+def render_plugins() -> list[OpenAPIRenderPlugin]:
+    """The pages under /schema: Swagger UI (also at /schema itself), the document as JSON and YAML, and ReDoc."""
+    return [_Swagger(path="/swagger"), _Json(), _Yaml(), _Redoc()]
