@@ -22,9 +22,12 @@ from litestar.testing import TestClient
 from backend.app import create_app
 from backend.config import Settings
 from backend.db import migrate
-from tests.helpers import DroppedConnections, Org, bootstrap_org
+from tests.helpers import DroppedConnections, Org, bootstrap_org, bootstrapped
 
 TEMPLATE = "coremem_template"
+SECRET = "test-secret-" + "x" * 20
+# The organisations of the `org` and `other_org` fixtures: (name, administrator's address).
+ORGS = {"org": ("Acme", "admin@acme.test"), "other_org": ("Globex", "admin@globex.test")}
 logging.getLogger("pgserver").setLevel(logging.WARNING)
 _counter = itertools.count()
 
@@ -90,12 +93,61 @@ def template(postgres: Postgres) -> str:
     return TEMPLATE
 
 
+class Templates:
+    """Migrated databases a test's database is cloned from: the bare one, or one with the organisations the test
+    asks for through `org` / `other_org` already bootstrapped, once a session. Bootstrapping hashes a password and
+    checks it (argon2, about 0.3 s), which every test paid when each made its own."""
+
+    def __init__(self, postgres: Postgres, bare: str) -> None:
+        self.postgres = postgres
+        self.made: dict[tuple[str, ...], tuple[str, dict[str, dict[str, Any]]]] = {(): (bare, {})}
+
+    def with_orgs(self, wanted: tuple[str, ...]) -> tuple[str, dict[str, dict[str, Any]]]:
+        """(template name, each fixture's bootstrap result) for the fixtures named in `wanted`, made on first use."""
+        if wanted not in self.made:
+            name = "_".join((TEMPLATE, *wanted))
+            self.postgres.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            self.postgres.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
+            url = self.postgres.url_for(name)
+            # A day's session tokens: the template outlives the hour a test's own bootstrap would give them.
+            results = {fixture: bootstrapped(url, SECRET, *ORGS[fixture], ttl_seconds=86_400) for fixture in wanted}
+            self.made[wanted] = (name, results)
+        return self.made[wanted]
+
+
+@pytest.fixture(scope="session")
+def templates(postgres: Postgres, template: str) -> Templates:
+    return Templates(postgres, template)
+
+
+def _uses_this_files_fixture(request: pytest.FixtureRequest, name: str) -> bool:
+    """Whether the test gets `name` from this file, directly or through overrides that wrap it (tests/agents): a
+    module with an `org` of its own bootstraps what it needs itself."""
+    definitions = request._fixturemanager.getfixturedefs(name, request.node) or ()
+    for definition in reversed(definitions):
+        if definition.func.__module__ == __name__:
+            return True
+        if name not in definition.argnames:
+            return False
+    return False
+
+
+# database URL -> the organisations its template held (bootstrap results by fixture name)
+_premade: dict[str, dict[str, dict[str, Any]]] = {}
+
+
 @pytest.fixture
-def database_url(postgres: Postgres, template: str) -> Iterator[str]:
-    """A fresh database cloned from the migrated template, dropped afterwards."""
+def database_url(request: pytest.FixtureRequest, postgres: Postgres, templates: Templates) -> Iterator[str]:
+    """A fresh database cloned from the migrated template (with the test's organisations made), dropped afterwards."""
+    wanted = tuple(fixture for fixture in ORGS
+                   if fixture in request.fixturenames and _uses_this_files_fixture(request, fixture))
+    template, made = templates.with_orgs(wanted)
     name = f"t{os.getpid()}_{next(_counter)}"
     postgres.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-    yield postgres.url_for(name)
+    url = postgres.url_for(name)
+    _premade[url] = made
+    yield url
+    del _premade[url]
     postgres.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -111,7 +163,7 @@ def db(database_url: str) -> Iterator[psycopg.Connection[Any]]:
 
 @pytest.fixture
 def settings(tmp_path: Path, database_url: str) -> Settings:
-    return Settings(database_url=database_url, data_dir=tmp_path / "data", secret="test-secret-" + "x" * 20)
+    return Settings(database_url=database_url, data_dir=tmp_path / "data", secret=SECRET)
 
 
 @pytest.fixture
@@ -120,14 +172,21 @@ def client(settings: Settings, database_url: str) -> Iterator[TestClient[Any]]:
         yield test_client
 
 
+def _organisation(fixture: str, client: TestClient[Any], settings: Settings, database_url: str) -> Org:
+    made = _premade.get(database_url, {}).get(fixture)
+    if made is not None and settings.secret == SECRET:
+        return Org(client=client, **made)
+    return bootstrap_org(client, settings, database_url, *ORGS[fixture])
+
+
 @pytest.fixture
 def org(client: TestClient[Any], settings: Settings, database_url: str) -> Org:
-    return bootstrap_org(client, settings, database_url, "Acme", "admin@acme.test")
+    return _organisation("org", client, settings, database_url)
 
 
 @pytest.fixture
 def other_org(client: TestClient[Any], settings: Settings, database_url: str) -> Org:
-    return bootstrap_org(client, settings, database_url, "Globex", "admin@globex.test")
+    return _organisation("other_org", client, settings, database_url)
 
 
 def _free_port() -> int:

@@ -101,12 +101,17 @@ def as_request(database_url: str, settings: Settings, credential: str, subject: 
 
 def bootstrap_org(client: Any, settings: Settings, database_url: str, name: str, admin_email: str) -> Org:
     """What `coremem bootstrap` does, in-process, against the test database."""
+    return Org(client=client, **bootstrapped(database_url, settings.secret, name, admin_email))
+
+
+def bootstrapped(database_url: str, secret: str, name: str, admin_email: str, ttl_seconds: int = 3600
+                 ) -> dict[str, Any]:
+    """The organisation `coremem bootstrap` makes (its credentials as printed), made in the database at the URL."""
     from backend.domains.orgs import service
 
-    result = in_transaction(database_url, lambda db: service.bootstrap(
-        db, org_name=name, admin_email=admin_email, secret=settings.secret, key_retention_days=400,
-        ttl_seconds=3600))
-    return Org(client=client, **result)
+    return in_transaction(database_url, lambda db: service.bootstrap(
+        db, org_name=name, admin_email=admin_email, secret=secret, key_retention_days=400,
+        ttl_seconds=ttl_seconds))
 
 
 def eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
