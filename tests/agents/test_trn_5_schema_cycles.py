@@ -57,3 +57,50 @@ def test_trn_5_a_schema_recursing_into_the_state_is_kept_and_checks_states(org: 
     bad = {"name": "a", "children": [{"name": "b", "children": [{"name": 3}]}]}
     assert_error(client.put(f"/threads/{thread_id}/state", headers=anna, json={"state": bad}), 422,
                  "working_state_invalid", "state.children[0].children[0].name")
+
+
+def _chain(links: int) -> dict[str, Any]:
+    """A schema whose top refers to a definition that refers to the next, `links` references in all, all applied to
+    the state itself; the last definition asks for an object with a `goal`."""
+    definitions: dict[str, Any] = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(1, links)}
+    definitions[f"d{links}"] = {"type": "object", "required": ["goal"]}
+    return {"$defs": definitions, "$ref": "#/$defs/d1"}
+
+
+def test_trn_5_a_chain_of_references_past_the_limit_is_refused_and_one_within_it_checks_states(
+        org: Org, client: Any, scripted: Any) -> None:
+    """Checking a state follows each reference a few interpreter frames deeper: a chain of 800 (no loop) made every
+    state write a 500 (RecursionError). A chain longer than 50 is refused where it is saved, at the reference
+    that starts it; one of 50 is kept and checks states."""
+    body = assert_error(client.post("/agents", headers=org.admin, json={**BASIC, "working_state_schema": _chain(800)}),
+                        422, "invalid_schema")
+    assert body["param"].startswith("working_state_schema.$defs.d") and body["param"].endswith(".$ref"), body
+    assert "more than 50" in body["message"], body
+    created = client.post("/agents", headers=org.admin, json={
+        "name": "chained", "model": "scripted", "instructions": "Plan.", "working_state_schema": _chain(50)})
+    assert created.status_code == 201, created.text
+    anna = bearer(org.key, subject="anna")
+    answered = client.post("/responses", headers=anna, json={"agent_id": created.json()["id"], "input": "Plan."})
+    assert answered.status_code == 201, answered.text
+    thread_id = answered.json()["thread_id"]
+    assert_error(client.put(f"/threads/{thread_id}/state", headers=anna, json={"state": {"plan": 1}}), 422,
+                 "working_state_invalid", "state")
+    written = client.put(f"/threads/{thread_id}/state", headers=anna, json={"state": {"goal": "Move"}})
+    assert written.status_code == 200, written.text
+
+
+def test_trn_5_a_state_too_deep_to_check_against_a_recursive_schema_is_refused_not_a_500(
+        org: Org, client: Any, scripted: Any) -> None:
+    created = client.post("/agents", headers=org.admin, json={"name": "tree", "model": "scripted",
+                                                              "instructions": "Plan.", "working_state_schema": TREE})
+    assert created.status_code == 201, created.text
+    anna = bearer(org.key, subject="anna")
+    answered = client.post("/responses", headers=anna, json={"agent_id": created.json()["id"], "input": "Plan."})
+    thread_id = answered.json()["thread_id"]
+    deep: dict[str, Any] = {"name": "leaf"}
+    for level in range(300):
+        deep = {"name": f"n{level}", "children": [deep]}
+    body = assert_error(client.put(f"/threads/{thread_id}/state", headers=anna, json={"state": deep}), 422,
+                        "working_state_too_deep", "state")
+    assert "working_state_schema" in body["message"]
+    assert client.get(f"/threads/{thread_id}/state", headers=anna).json()["version"] == 0

@@ -99,12 +99,16 @@ _PART_MANY = ("prefixItems", "items")
 _PART_MAP = ("properties", "patternProperties", "$defs", "definitions")
 
 Where = tuple[Any, ...]
+# The longest chain of schemas applied to one value a working-state schema may hold: checking a state follows each
+# link a few Python frames deeper, and a chain of hundreds reached the interpreter's recursion limit (a 500).
+MAX_IN_PLACE = 50
 
 
 def _refuse_cycles(root: dict[str, Any]) -> None:
     """THR-11/TRN-5: 422 at the `$ref` closing a chain of references that comes back to a schema it started from
     without passing a keyword that takes a part of the value (`properties`, `items`, …), such as `{"$ref": "#"}`:
-    the schema is valid by its meta-schema, but checking any state against it never ends."""
+    the schema is valid by its meta-schema, but checking any state against it never ends. Also 422 at the start of a
+    chain of more than MAX_IN_PLACE such schemas, which ends, but past the interpreter's recursion limit."""
     anchors: dict[str, Where] = {}
     for where, key, value in _walk(root, ()):
         if key in ("$anchor", "$dynamicAnchor") and isinstance(value, str):
@@ -122,6 +126,7 @@ def _refuse_cycles(root: dict[str, Any]) -> None:
     edges = {where: [(via, target) for via, target in _same_value(node, where, root, anchors) if target in nodes]
              for where, node in nodes.items()}
     state: dict[Where, int] = {}  # 1: on the current chain, 2: done
+    chain: dict[Where, int] = {}  # a done schema: the most schemas applied in place after it, one after another
     for start in nodes:
         if start in state:
             continue
@@ -133,17 +138,27 @@ def _refuse_cycles(root: dict[str, Any]) -> None:
             if step is None:
                 state[where] = 2
                 stack.pop()
+                chain[where] = max((chain[target] + 1 for _, target in edges[where]), default=0)
+                if chain[where] > MAX_IN_PLACE:
+                    via = max(edges[where], key=lambda edge: chain[edge[1]])[0]
+                    raise ValidationFailed(
+                        f"{_what(root, via)} starts a chain of more than {MAX_IN_PLACE} schemas applied to the same "
+                        f"part of the state (through references, `allOf` or the like); a state check follows at "
+                        f"most {MAX_IN_PLACE}. Shorten the chain.", param=_path(PARAM, via), code="invalid_schema")
                 continue
             via, target = step
             if state.get(target) == 1:
-                what = f"`{via[-1]}` {_at(root, via)!r}" if via[-1] in _REFS else "This subschema"
                 raise ValidationFailed(
-                    f"{what} leads back to a schema it is reached from without going into a part of the state "
-                    "(through `properties`, `items` or the like), so checking a state against it would never end. "
-                    "Point it elsewhere or remove the loop.", param=_path(PARAM, via), code="invalid_schema")
+                    f"{_what(root, via)} leads back to a schema it is reached from without going into a part of the "
+                    "state (through `properties`, `items` or the like), so checking a state against it would never "
+                    "end. Point it elsewhere or remove the loop.", param=_path(PARAM, via), code="invalid_schema")
             if target not in state:
                 state[target] = 1
                 stack.append((target, iter(edges[target])))
+
+
+def _what(root: dict[str, Any], via: Where) -> str:
+    return f"`{via[-1]}` {_at(root, via)!r}" if via[-1] in _REFS else "This subschema"
 
 
 def _at(root: Any, where: Where) -> Any:

@@ -60,7 +60,12 @@ def validate_against_schema(state: dict[str, Any], schema: dict[str, Any]) -> No
     from jsonschema.exceptions import best_match
 
     validator_class = jsonschema.validators.validator_for(schema)
-    error = best_match(validator_class(schema).iter_errors(state))
+    try:
+        error = best_match(validator_class(schema).iter_errors(state))
+    except RecursionError:  # each level of the state is a few frames deeper; schema chains are bounded where saved
+        raise ValidationFailed("The working state nests too deeply to be checked against the agent's "
+                               "working_state_schema; flatten it.", param="state", code="working_state_too_deep",
+                               ) from None
     if error is None:
         return
     path = "state"
