@@ -71,6 +71,21 @@ def _export(kind: str, fmt: str, out: str, org_id: str | None, **filters: Any) -
 _OPTIONS = ("org", "index", "thread", "subject", "type", "shared")  # the errors' params that are option names
 
 
+def _types(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """Type names as `GET /memory?type=` takes them: a misspelt one is refused, not an empty export."""
+    import msgspec
+
+    from shared.schemas.memory import MemoryType
+
+    for name in value:
+        try:
+            msgspec.convert(name, MemoryType)
+        except msgspec.ValidationError:
+            raise click.BadParameter(f"{name!r} is no type name: lowercase letters, digits and `_`, starting with a "
+                                     "letter, at most 32 (such as `fact` or `preference`).", ctx, param) from None
+    return value
+
+
 def _out(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """The file is written beside itself (`FILE.part`, then renamed): its directory must exist and be writable."""
     directory = os.path.dirname(os.path.abspath(value))
@@ -101,7 +116,7 @@ def _export_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @export.command("records")
 @_export_options
 @click.option("--index", "index_id", default=None, help="Only this index.")
-@click.option("--type", "types", multiple=True, help="Only this type (repeatable).")
+@click.option("--type", "types", multiple=True, callback=_types, help="Only this type (repeatable).")
 @click.option("--subject", default=None, help="Only this person's records.")
 @click.option("--shared", is_flag=True, help="Only shared records (nobody's).")
 @click.option("--include-expired", is_flag=True, help="Also records past `expires_at`.")

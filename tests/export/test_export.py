@@ -266,6 +266,9 @@ def test_exp_1_cli_filters_and_refusals(mem, seeded, database_url, settings, tmp
     past_the_calendar = _cli(database_url, settings.secret, "records", "--org", mem.org.org_id, "--out", str(out),
                              "--until", "9999-12-31T23:00:00-22:22")
     assert past_the_calendar.returncode == 2 and "years 1–9999" in past_the_calendar.stderr, past_the_calendar.stderr
+    misspelt = _cli(database_url, settings.secret, "records", "--org", mem.org.org_id, "--out", str(out),
+                    "--type", "commitment", "--type", "Fact!")
+    assert misspelt.returncode == 2 and "'Fact!' is no type name" in misspelt.stderr, misspelt.stderr
     missing = _cli(database_url, settings.secret, "records", "--org", "org_nope", "--out", str(tmp_path / "x"))
     assert missing.returncode != 0 and "No organisation" in missing.stderr
     assert not (tmp_path / "x").exists()
