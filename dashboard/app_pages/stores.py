@@ -120,6 +120,9 @@ for section in stores.SETTINGS_SECTIONS:
         else:
             head.badge("defaults", icon=":material/check:", color="gray")
         st.caption(stores.SECTION_PURPOSE[section])
+        idle = stores.idle_warning(settings, section)
+        if idle:
+            st.warning(idle, icon=":material/warning:")
         values, edit = st.columns([1, 1])
         with values:
             components.settings_table(stores.section_frame(settings, section), key=f"stores_values_{section}")

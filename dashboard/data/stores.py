@@ -66,6 +66,18 @@ def store_settings(client: CoreClient, index_id: str) -> StoreSettingsOut:
     return client.store_settings(index_id)
 
 
+def idle_warning(settings: StoreSettingsOut, section: str) -> str | None:
+    """Why a section that is switched on does nothing in this store: lessons and promotion analyses are written by
+    the maintenance pass (EXT-14, EXT-15, EXT-16), which this store may have switched off."""
+    if settings.maintenance.enabled or section not in ("lessons", "promotion"):
+        return None
+    if not getattr(settings, section).enabled:
+        return None
+    what = "no lesson is written" if section == "lessons" else "no proposal is made"
+    return (f"`{section}` is on, but the maintenance pass that acts on it is off in this store: {what} until "
+            "`maintenance.enabled` is switched on.")
+
+
 def section_values(settings: StoreSettingsOut, section: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A section's effective values and its defaults, as plain dicts."""
     return (msgspec.to_builtins(getattr(settings, section)), msgspec.to_builtins(getattr(settings.defaults, section)))

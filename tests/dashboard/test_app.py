@@ -547,6 +547,26 @@ def test_dsh_4_cards_show_effective_and_default_values(app: AppTest, org: Org, s
         i.value for i in app.info]
 
 
+def test_dsh_4_lessons_on_with_maintenance_off_warn_that_nothing_writes_them(app: AppTest, org: Org,
+                                                                             store_id: str) -> None:
+    """EXT-14/EXT-16: maintenance lessons are written by the maintenance pass; with it off, the lessons card says
+    so (the demo's People and payroll store is set up this way)."""
+    patched = org.client.patch(f"/memory/stores/{store_id}", headers=org.admin, json={
+        "lessons": {"enabled": True, "min_episodes": 5}, "maintenance": {"enabled": False}})
+    assert patched.status_code == 200, patched.text
+    log_in(app, org.admin_email, org.admin_password)
+    open_stores(app)
+    assert [w.value for w in app.warning] == [
+        "`lessons` is on, but the maintenance pass that acts on it is off in this store: no lesson is written until "
+        "`maintenance.enabled` is switched on."]
+    app.checkbox(key="stores_field_maintenance_enabled").check()
+    app.button(key="stores_review_maintenance").click().run()
+    app.button(key="stores_save_maintenance").click().run()
+    no_exception(app)
+    assert [s.value for s in app.success] == ["Saved `maintenance` of handbook."]
+    assert [w.value for w in app.warning] == []
+
+
 def test_dsh_4_edit_shows_the_change_then_saves_and_the_api_returns_it(app: AppTest, org: Org, store_id: str,
                                                                        admin_client: CoreClient) -> None:
     log_in(app, org.admin_email, org.admin_password)
