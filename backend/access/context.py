@@ -94,6 +94,9 @@ class RequestContext:
     def require_admin(self) -> None:
         self.principal.require_admin()
 
+    def refuse_person_named(self, message: str) -> None:
+        self.principal.refuse_person_named(message)
+
     # ------------------------------------------------------------ the audit trail
 
     async def audit(self, action: str, *, object_type: str | None = None, object_id: str | None = None,

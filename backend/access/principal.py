@@ -81,6 +81,12 @@ class Principal:
         if self.kind == "subject_token":
             raise Forbidden(f"A subject token cannot {what}.", code="subject_token_forbidden")
 
+    def refuse_person_named(self, message: str) -> None:
+        """The organisation's own routes (PLT-7): a key naming a person in `X-Core-Subject` asks for her, and these
+        answers span every person; `message` says what to send instead."""
+        if self.kind == "key" and self.subject is not None:
+            raise Forbidden(message, param="X-Core-Subject", code="subject_named")
+
 
 def system_principal(org_id: str, actor: Actor) -> Principal:
     """Work the platform does itself (the CLI, jobs): every capability, the whole organisation, nobody named."""

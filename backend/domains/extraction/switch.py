@@ -15,7 +15,7 @@ from backend.domains.extraction import repository as repo
 from backend.domains.extraction.session_repository import mark_episodes_on
 from backend.domains.models import repository as models_repo
 from backend.domains.models.service import offered_spec
-from backend.errors import CapabilityMissing, Conflict, Forbidden, NotFound, ValidationFailed
+from backend.errors import CapabilityMissing, Conflict, NotFound, ValidationFailed
 from backend.ids import new_id
 from shared.schemas.extraction import ExtractionSwitchIn
 
@@ -38,9 +38,8 @@ def _require_reader(ctx: RequestContext) -> None:
     """A switch and its reports: administrators, or a key holding `threads` that names nobody (never a subject
     token): windows and runs span every person's threads, so a request for one person reads none of them."""
     ctx.principal.refuse_subject_token("read or change extraction switches")
-    if ctx.principal.kind == "key" and ctx.person is not None:
-        raise Forbidden("A store's extraction switch, runs and windows are the organisation's: send the request "
-                        "without naming a person.", param="X-Core-Subject", code="subject_named")
+    ctx.refuse_person_named("A store's extraction switch, runs and windows are the organisation's: send the request "
+                            "without naming a person.")
     if not ctx.is_admin and "threads" not in ctx.principal.capabilities:
         raise CapabilityMissing("threads")
 

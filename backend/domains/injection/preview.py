@@ -17,7 +17,7 @@ from backend.domains.injection.config import choose_block
 from backend.domains.injection.service import Built, build
 from backend.domains.keys import repository as keys_repo
 from backend.domains.memory import decay
-from backend.errors import Forbidden, NotFound
+from backend.errors import NotFound
 from backend.providers.tokens import utf8_bytes_over_four
 from shared.schemas.platform import InjectionBlock
 from shared.schemas.stores import PreviewIn
@@ -46,9 +46,8 @@ async def preview(ctx: RequestContext, index_id: str, body: PreviewIn) -> dict[s
     block, who has no turn to mirror) that block, else the default one, is applied to this page's store instead.
     """
     ctx.require_management()
-    if ctx.principal.kind == "key" and ctx.person is not None:  # PLT-7: a request for her sees only what she may
-        raise Forbidden("The previewer is the organisation's: send the request without naming a person, and name "
-                        "the person to preview in the body's `subject`.", param="X-Core-Subject", code="subject_named")
+    ctx.refuse_person_named("The previewer is the organisation's: send the request without naming a person, and name "
+                            "the person to preview in the body's `subject`.")
     db, org = ctx.db, ctx.org
     await reachable(db, ctx.management_scope, index_id)
     # INJ-2: an agent's block replaces the key's whole, exactly as in the agent's turns.

@@ -12,7 +12,7 @@ from backend.domains.memory import writes
 from backend.domains.proposals import repository as repo
 from backend.domains.stores import repository as stores_repo
 from backend.domains.stores.service import effective_sections
-from backend.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from backend.errors import Conflict, NotFound, ValidationFailed
 from shared.schemas.memory import MemoryCreate
 from shared.schemas.proposals import ProposalQuery
 
@@ -20,9 +20,7 @@ from shared.schemas.proposals import ProposalQuery
 def _require(ctx: RequestContext) -> None:
     ctx.principal.refuse_subject_token("read or decide promotion proposals")
     ctx.require_management()
-    if ctx.principal.kind == "key" and ctx.person is not None:
-        raise Forbidden("Promotion proposals are the organisation's: send the request without naming a person.",
-                        param="X-Core-Subject", code="subject_named")
+    ctx.refuse_person_named("Promotion proposals are the organisation's: send the request without naming a person.")
 
 
 def _document(row: dict[str, Any], evidence: list[dict[str, Any]]) -> dict[str, Any]:

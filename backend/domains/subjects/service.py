@@ -20,7 +20,6 @@ from backend.domains.privacy import repository as privacy_repo
 from backend.domains.proposals.repository import erase_subject as erase_subject_proposals
 from backend.domains.threads.repository import erase_subject as erase_subject_threads
 from backend.domains.turns.repository import erase_subject as erase_subject_turns
-from backend.errors import Forbidden
 
 Eraser = Callable[[AsyncSession, str, str], Awaitable[dict[str, int]]]
 # Placeholders before threads: the rows of her threads would otherwise go by cascade, uncounted. Proposals before
@@ -39,9 +38,7 @@ def register_eraser(eraser: Eraser) -> None:
 def check_may_erase(ctx: RequestContext) -> None:
     """Administrators, or a key holding `management` that names nobody; never a subject token (PLT-7)."""
     ctx.require_management()
-    if ctx.principal.kind == "key" and ctx.person is not None:
-        raise Forbidden("Erasing a person is an organisation's act: send it without naming a person.",
-                        param="X-Core-Subject", code="subject_named")
+    ctx.refuse_person_named("Erasing a person is an organisation's act: send it without naming a person.")
 
 
 async def erase(ctx: RequestContext, subject_id: str) -> dict[str, int]:
