@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import unquote
 
+from backend.domains.agents import schema_regex
 from backend.errors import ValidationFailed
 
 PARAM = "working_state_schema"
@@ -52,6 +53,26 @@ def check_working_state_schema(schema: dict[str, Any]) -> None:
                                    "self-contained (`#/$defs/…` or an `$anchor`).", param=_path(PARAM, [*where, key]),
                                    code="invalid_schema")
     _refuse_cycles(schema)
+    _refuse_backtracking_patterns(schema)
+
+
+def _refuse_backtracking_patterns(schema: dict[str, Any]) -> None:
+    """422 at a `pattern` or `patternProperties` name that RE2 cannot run (a look-around or a back-reference): the
+    state check runs patterns in RE2 only, so no schema can make it backtrack for minutes (schema_regex)."""
+    for where, key, value in _walk(schema, ()):
+        if key == "pattern" and isinstance(value, str):
+            found = [((*where, key), value)]
+        elif key == "patternProperties" and isinstance(value, dict):
+            found = [((*where, key, name), name) for name in value]
+        else:
+            continue
+        for place, pattern in found:
+            reason = schema_regex.unsupported(pattern)
+            if reason is not None:
+                raise ValidationFailed(
+                    f"The regular expression {pattern!r} uses what this server does not run ({reason}): states are "
+                    "checked with RE2, which takes time linear in the text and has no look-around and no "
+                    "back-references. Rewrite it without them.", param=_path(PARAM, place), code="invalid_schema")
 
 
 def _walk(node: Any, where: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str, Any]]:

@@ -59,6 +59,9 @@ def validate_against_schema(state: dict[str, Any], schema: dict[str, Any]) -> No
     import jsonschema
     from jsonschema.exceptions import best_match
 
+    from backend.domains.agents import schema_regex
+
+    schema_regex.install()  # patterns in RE2: no schema makes this check backtrack
     validator_class = jsonschema.validators.validator_for(schema)
     try:
         error = best_match(validator_class(schema).iter_errors(state))
