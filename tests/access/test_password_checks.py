@@ -1,0 +1,58 @@
+"""PLT-2 (`POST /admin/login`, PLT-14a): an administrator's password is checked with argon2, which spends a tenth
+of a second or more of CPU by design. Checked on the event loop, every login attempt (by anyone, unauthenticated)
+stopped every other request for that long, and an unknown e-mail address was answered at once, while a known one
+with a wrong password took the whole check: the answer's timing told which addresses exist."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from backend.access import credentials
+from tests.helpers import Org, assert_error
+
+# The loop wakes every millisecond while a check runs. On the loop, a check leaves it no turn (0 or 1 wakes, at its
+# ends); off it, the loop keeps turning for as long as argon2 takes (tens of milliseconds at the least).
+AWAKE = 10
+
+
+def _wakes_during(check: Any) -> tuple[Any, int]:
+    async def main() -> tuple[Any, int]:
+        wakes = 0
+        running = True
+
+        async def tick() -> None:
+            nonlocal wakes
+            while running:
+                await asyncio.sleep(0.001)
+                wakes += 1
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0.005)  # the ticker is running
+        start = wakes
+        answer = await check()
+        running = False
+        await ticker
+        return answer, wakes - start
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["wrong password", "unknown address"])
+def test_plt_2_a_password_check_leaves_the_event_loop_free_and_takes_as_long_for_an_unknown_address(
+        stored: bool) -> None:
+    password_hash = credentials.hash_password("the right one") if stored else None
+    answer, wakes = _wakes_during(lambda: credentials.check_password(password_hash, "a wrong one"))
+    assert answer is False
+    # For an unknown address the stand-in hash is checked: the loop turns while argon2 runs, as for a known one.
+    assert wakes >= AWAKE, wakes
+
+
+def test_plt_2_the_right_password_still_logs_in_and_a_wrong_one_does_not(org: Org, client: Any) -> None:
+    good = client.post("/admin/login", json={"email": org.admin_email, "password": org.admin_password})
+    assert good.status_code == 200, good.text
+    wrong = client.post("/admin/login", json={"email": org.admin_email, "password": "not it"})
+    unknown = client.post("/admin/login", json={"email": "nobody@example.test", "password": org.admin_password})
+    assert assert_error(wrong, 401, "bad_login") == assert_error(unknown, 401, "bad_login")
