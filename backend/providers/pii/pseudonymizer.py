@@ -21,6 +21,7 @@ from functools import lru_cache
 from types import EllipsisType
 from typing import Any
 
+from backend.providers.pii import literals
 from backend.providers.pii.detector import Detector
 from backend.providers.pii.spans import KIND_SHAPE, PiiUnavailable, Span, resolve
 
@@ -280,8 +281,7 @@ def _norm(value: str) -> str:
 
 
 def _matcher(values: Mapping[str, tuple[str, set[str]]]) -> re.Pattern[str] | None:
-    spellings = sorted({s for _, found in values.values() for s in found}, key=len, reverse=True)
-    return re.compile("|".join(_literal(v) for v in spellings), re.IGNORECASE) if spellings else None
+    return literals.matcher(s for _, found in values.values() for s in found)
 
 
 def _literal_spans(text: str, matcher: re.Pattern[str] | None,
@@ -293,11 +293,6 @@ def _literal_spans(text: str, matcher: re.Pattern[str] | None,
             continue
         spans.append(Span(m.start(), m.end(), known[0]))
     return spans
-
-
-def _literal(value: str) -> str:
-    # Never glued to a letter or digit: "x+31 6 …" and "abcanna@x.nl" are other strings (as for the detector).
-    return r"(?<!\w)" + r"\s+".join(re.escape(part) for part in value.split()) + r"(?!\w)"
 
 
 def _same_name(found: str, spellings: set[str]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -34,8 +35,17 @@ def resolve(candidates: Iterable[Span], preferred: Iterable[Span] = ()) -> list[
     `preferred` span (a value the thread already knows) beats a newly detected one, then the earlier one."""
     ranked = [(s, 0) for s in preferred] + [(s, 1) for s in candidates]
     ranked.sort(key=lambda p: (-(p[0].end - p[0].start), p[1], p[0].start))
+    # The spans taken are disjoint, so ordered by start they are ordered by end too: a candidate can only overlap
+    # its neighbours in that order. (Comparing it with every span taken made a text of many findings quadratic:
+    # 64 KiB of e-mail addresses took four seconds.)
+    starts: list[int] = []
     taken: list[Span] = []
     for span, _ in ranked:
-        if span.end > span.start and all(span.end <= t.start or span.start >= t.end for t in taken):
-            taken.append(span)
-    return sorted(taken, key=lambda s: s.start)
+        if span.end <= span.start:
+            continue
+        at = bisect_right(starts, span.start)
+        if (at > 0 and taken[at - 1].end > span.start) or (at < len(taken) and taken[at].start < span.end):
+            continue
+        starts.insert(at, span.start)
+        taken.insert(at, span)
+    return taken
