@@ -34,6 +34,9 @@ WRITE_RESPONSES = {
 }
 # Statuses only one route answers; the failures of a turn on `/messages` and the merge patch's media type.
 ROUTE_RESPONSES = {
+    ("/admin/login", "post"): {"401": "Wrong e-mail address or password (`bad_login`, the same for an unknown "
+                                      "address)",
+                               "429": "Too many logins are being checked at this moment (`Retry-After`: 1)"},
     ("/messages", "post"): {"502": "The turn failed (the model down, slow or failing, a tool's write refused); `code` "
                                    "is the turn's error code, the message names the kept response, and the thread "
                                    "travels in `X-Core-Thread-Id`"},

@@ -14,6 +14,8 @@ import jwt
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from backend.errors import RateLimited
+
 KEY_PREFIX = "ck_"
 ADMIN_TOKEN_PREFIX = "cat_"
 SUBJECT_TOKEN_PREFIX = "cst_"
@@ -50,8 +52,11 @@ def password_matches(password_hash: str, password: str) -> bool:
 
 # argon2 takes a tenth of a second or more of CPU by design. On the event loop, each login attempt, answered or
 # not, stopped every other request for that long; here they queue for two threads (argon2 releases the
-# interpreter's lock), so a flood of attempts costs those two threads and nothing else.
+# interpreter's lock). A waiting login holds its request's database connection, so beyond MAX_PASSWORD_CHECKS
+# at once an attempt is refused (429) rather than queued: a flood of logins cannot take the connection pool.
 _password_threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="password")
+MAX_PASSWORD_CHECKS = 8
+_checks_in_flight = 0
 
 
 @cache
@@ -62,8 +67,16 @@ def _stand_in_hash() -> str:
 async def check_password(password_hash: str | None, password: str) -> bool:
     """`password_matches` off the event loop. Without a hash (no administrator has that e-mail address) it checks
     against a stand-in hash and answers False, so an unknown address takes as long as a wrong password and the
-    answer's timing does not tell which addresses exist."""
-    return await asyncio.get_running_loop().run_in_executor(_password_threads, _check, password_hash, password)
+    answer's timing does not tell which addresses exist. RateLimited when MAX_PASSWORD_CHECKS are under way."""
+    global _checks_in_flight
+    if _checks_in_flight >= MAX_PASSWORD_CHECKS:
+        raise RateLimited(f"{MAX_PASSWORD_CHECKS} logins are being checked at this moment; try again in a second.",
+                          retry_after=1)
+    _checks_in_flight += 1
+    try:
+        return await asyncio.get_running_loop().run_in_executor(_password_threads, _check, password_hash, password)
+    finally:
+        _checks_in_flight -= 1
 
 
 def _check(password_hash: str | None, password: str) -> bool:

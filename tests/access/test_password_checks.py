@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from backend.access import credentials
+from backend.errors import RateLimited
 from tests.helpers import Org, assert_error
 
 # The loop wakes every millisecond while a check runs. On the loop, a check leaves it no turn (0 or 1 wakes, at its
@@ -56,3 +57,22 @@ def test_plt_2_the_right_password_still_logs_in_and_a_wrong_one_does_not(org: Or
     wrong = client.post("/admin/login", json={"email": org.admin_email, "password": "not it"})
     unknown = client.post("/admin/login", json={"email": "nobody@example.test", "password": org.admin_password})
     assert assert_error(wrong, 401, "bad_login") == assert_error(unknown, 401, "bad_login")
+
+
+def test_plt_2_logins_beyond_the_checks_under_way_are_refused_not_queued() -> None:
+    """A login waiting for a password thread holds its request's database connection: a flood of them would take
+    the whole pool. Past MAX_PASSWORD_CHECKS at once, an attempt is 429 with Retry-After, and once the checks
+    under way end, logins are checked again."""
+    stored = credentials.hash_password("the right one")
+
+    async def flood() -> tuple[list[Any], bool]:
+        answers = await asyncio.gather(*(credentials.check_password(stored, "a wrong one") for _ in range(20)),
+                                       return_exceptions=True)
+        return answers, await credentials.check_password(stored, "the right one")
+
+    answers, afterwards = asyncio.run(flood())
+    refused = [a for a in answers if isinstance(a, RateLimited)]
+    assert answers.count(False) == credentials.MAX_PASSWORD_CHECKS
+    assert len(refused) == 20 - credentials.MAX_PASSWORD_CHECKS
+    assert refused[0].status == 429 and refused[0].headers == {"Retry-After": "1"}
+    assert afterwards is True
