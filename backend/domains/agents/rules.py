@@ -6,6 +6,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import unquote
 
+import msgspec
+
 from backend.domains.agents import schema_regex
 from backend.errors import ValidationFailed
 
@@ -29,6 +31,11 @@ def check_working_state_schema(schema: dict[str, Any]) -> None:
     import jsonschema
     from jsonschema.exceptions import SchemaError
 
+    size = len(msgspec.json.encode(schema))
+    if size > MAX_SCHEMA_BYTES:  # checked first: the meta-schema check alone takes about 30 µs per node
+        raise ValidationFailed(f"`working_state_schema` is {size} bytes; at most {MAX_SCHEMA_BYTES} are kept (a "
+                               "working state itself is at most 16 KiB). Describe the state more briefly.",
+                               param=PARAM, code="invalid_schema")
     declared = schema.get("$schema")
     validator = jsonschema.Draft202012Validator
     if declared is not None:
@@ -58,7 +65,9 @@ def check_working_state_schema(schema: dict[str, Any]) -> None:
 
 def _refuse_backtracking_patterns(schema: dict[str, Any]) -> None:
     """422 at a `pattern` or `patternProperties` name that RE2 cannot run (a look-around or a back-reference): the
-    state check runs patterns in RE2 only, so no schema can make it backtrack for minutes (schema_regex)."""
+    state check runs patterns in RE2 only, so no schema can make it backtrack for minutes (schema_regex). Also 422
+    at the pattern past MAX_PATTERNS: every key of an object is matched against every pattern of its schema."""
+    count = 0
     for where, key, value in _walk(schema, ()):
         if key == "pattern" and isinstance(value, str):
             found = [((*where, key), value)]
@@ -67,6 +76,11 @@ def _refuse_backtracking_patterns(schema: dict[str, Any]) -> None:
         else:
             continue
         for place, pattern in found:
+            count += 1
+            if count > MAX_PATTERNS:
+                raise ValidationFailed(f"A working-state schema holds at most {MAX_PATTERNS} regular expressions "
+                                       "(`pattern` values and `patternProperties` names); this is one more.",
+                                       param=_path(PARAM, place), code="invalid_schema")
             reason = schema_regex.unsupported(pattern)
             if reason is not None:
                 raise ValidationFailed(
@@ -123,6 +137,13 @@ Where = tuple[Any, ...]
 # The longest chain of schemas applied to one value a working-state schema may hold: checking a state follows each
 # link a few Python frames deeper, and a chain of hundreds reached the interpreter's recursion limit (a 500).
 MAX_IN_PLACE = 50
+# The most schemas one schema may apply to the same value, counting every path through references and `allOf` and
+# the like: each is evaluated, and a few kilobytes of definitions that each refer to the next ones twice apply
+# millions (16 levels of two: 2.5 s for an empty state; 25 levels of four: hours).
+MAX_APPLIED = 1000
+# What a working-state schema may be, beside a valid one: a state check's work grows with these.
+MAX_SCHEMA_BYTES = 32 * 1024
+MAX_PATTERNS = 128
 
 
 def _refuse_cycles(root: dict[str, Any]) -> None:
@@ -148,6 +169,7 @@ def _refuse_cycles(root: dict[str, Any]) -> None:
              for where, node in nodes.items()}
     state: dict[Where, int] = {}  # 1: on the current chain, 2: done
     chain: dict[Where, int] = {}  # a done schema: the most schemas applied in place after it, one after another
+    applied: dict[Where, int] = {}  # a done schema: how many schemas checking a value against it evaluates
     for start in nodes:
         if start in state:
             continue
@@ -166,6 +188,13 @@ def _refuse_cycles(root: dict[str, Any]) -> None:
                         f"{_what(root, via)} starts a chain of more than {MAX_IN_PLACE} schemas applied to the same "
                         f"part of the state (through references, `allOf` or the like); a state check follows at "
                         f"most {MAX_IN_PLACE}. Shorten the chain.", param=_path(PARAM, via), code="invalid_schema")
+                applied[where] = 1 + sum(applied[target] for _, target in edges[where])
+                if applied[where] > MAX_APPLIED:
+                    raise ValidationFailed(
+                        f"This subschema applies {applied[where]:,} schemas to the same part of the state, counting "
+                        f"every path through references, `allOf` and the like; a state check evaluates each, and at "
+                        f"most {MAX_APPLIED:,} are allowed. Refer to shared definitions fewer times.",
+                        param=_path(PARAM, where), code="invalid_schema")
                 continue
             via, target = step
             if state.get(target) == 1:

@@ -56,13 +56,11 @@ def stale(expected: int, current: int) -> Conflict:
 
 def validate_against_schema(state: dict[str, Any], schema: dict[str, Any]) -> None:
     """An agent's `working_state_schema` (JSON Schema): a state that does not conform is 422 at the failing path."""
-    import jsonschema
     from jsonschema.exceptions import best_match
 
-    from backend.domains.agents import schema_regex
+    from backend.domains.agents.state_validator import validator_for
 
-    schema_regex.install()  # patterns in RE2: no schema makes this check backtrack
-    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class = validator_for(schema)  # patterns in RE2, uniqueItems in one pass
     try:
         error = best_match(validator_class(schema).iter_errors(state))
     except RecursionError:  # each level of the state is a few frames deeper; schema chains are bounded where saved
