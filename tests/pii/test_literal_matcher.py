@@ -14,7 +14,8 @@ from backend.providers.pii.literals import matcher
 
 
 def _alternation(spellings: list[str]) -> re.Pattern[str] | None:
-    ordered = sorted(set(spellings), key=len, reverse=True)
+    """The former matcher, longest value first (by its words: " +" is the one-character value "+")."""
+    ordered = sorted(set(spellings), key=lambda s: len(" ".join(s.split())), reverse=True)
     words = [r"\s+".join(re.escape(part) for part in s.split()) for s in ordered if s.split()]
     return re.compile("|".join(rf"(?<!\w){w}(?!\w)" for w in words), re.IGNORECASE) if words else None
 

@@ -95,7 +95,9 @@ _PAIRS = {"<<": ">>", "{{": "}}", "&lt;": "&gt;", "<": ">", "[": "]", "{": "}"}
 def _restore_pattern(kinds: tuple[str, ...]) -> re.Pattern[str]:
     """Placeholder spellings of the given kinds (the thread's), longest kind first; closers are checked apart."""
     names = "|".join(re.escape(k) for k in sorted(kinds, key=len, reverse=True))
-    return re.compile(r"(?P<open><<|\{\{|&lt;|[<\[{])?[ \t]*(?<![A-Za-z0-9_])(?P<kind>(?i:" + names + r"))"
+    # The spaces after an opening bracket belong to it: `(?P<open>…)?[ \t]*` was tried at every space of a
+    # run and scanned the rest of the run each time (16 KiB of spaces: 6 s).
+    return re.compile(r"(?:(?P<open><<|\{\{|&lt;|[<\[{])[ \t]*)?(?<![A-Za-z0-9_])(?P<kind>(?i:" + names + r"))"
                       r"(?P<sep>[_\- ]?)(?P<num>\d{1,9})(?![0-9A-Za-z_])")
 
 
@@ -111,9 +113,12 @@ class Pseudonymizer:
         self._next: dict[str, int] = {}
         self._new: list[Pseudonym] = []
         self._known: dict[str, KnownValue] = {}
-        self._matcher: re.Pattern[str] | None = None
-        # normalised value -> (kind, spellings): what the matcher finds, rebuilt with it
+        # What `_known_spans` finds (None: build again from the mapping) and, by normalised value, (kind,
+        # spellings); a new value is added to both, so the spellings are not all compiled again (TRN-10).
+        self._matcher: literals.Values | None = None
         self._values: dict[str, tuple[str, set[str]]] = {}
+        self._kinds: set[str] = set()
+        self._restorer: re.Pattern[str] | None = None  # placeholders of `_kinds`, cached until a kind is added
         for entry in entries:
             self._add(entry)
         for value in known:
@@ -147,13 +152,16 @@ class Pseudonymizer:
             self._add(entry)
             changed = changed or before.get((entry.kind, entry.value), entry.placeholder) != entry.placeholder
         self._matcher = None
+        self._kinds, self._restorer = {e.kind for e in self._by_placeholder.values()}, None
         return changed
 
     def _add(self, entry: Pseudonym) -> None:
         self._by_placeholder[entry.placeholder] = entry
         self._by_value[(entry.kind, entry.value)] = entry
         self._next[entry.kind] = max(self._next.get(entry.kind, 1), entry.number + 1)
-        self._matcher = None
+        if entry.kind not in self._kinds:
+            self._kinds.add(entry.kind)
+            self._restorer = None
 
     def _placeholder_for(self, kind: str, value: str, subject: str | None) -> str:
         entry = self._by_value.get((kind, value))
@@ -164,6 +172,9 @@ class Pseudonymizer:
                               known.subject if known is not None and known.kind == kind else None)
             self._add(entry)
             self._new.append(entry)
+            if self._matcher is not None:  # as a build from the whole mapping would have it: the entry is last
+                self._values.setdefault(_norm(value), (kind, set()))[1].add(value)
+                self._matcher.add(value)
         return entry.placeholder
 
     # ------------------------------------------------------------ hiding
@@ -212,15 +223,16 @@ class Pseudonymizer:
             pairs += [(e.kind, e.value) for e in self._by_placeholder.values()]
             for kind, value in pairs:
                 self._values.setdefault(_norm(value), (kind, set()))[1].add(value)
-            self._matcher = _matcher(self._values)
-        spans = _literal_spans(text, self._matcher, self._values)
+            self._matcher = literals.Values(s for _, found in self._values.values() for s in found)
+        spans = _literal_spans(self._matcher.finditer(text), self._values)
         fresh: dict[str, tuple[str, set[str]]] = {}
         for span in detected:
             value = text[span.start:span.end]
             if _norm(value) not in self._values:
                 fresh.setdefault(_norm(value), (span.kind, set()))[1].add(value)
         if fresh:
-            spans += _literal_spans(text, _matcher(fresh), fresh)
+            matcher = literals.matcher(s for _, found in fresh.values() for s in found)
+            spans += _literal_spans(matcher.finditer(text) if matcher is not None else (), fresh)
         return spans
 
     # ------------------------------------------------------------ restoring
@@ -233,10 +245,11 @@ class Pseudonymizer:
         A placeholder the thread does not hold stays as written."""
         if not text or not self._by_placeholder:
             return text
-        kinds = tuple(sorted({e.kind for e in self._by_placeholder.values()}))
+        if self._restorer is None:
+            self._restorer = _restore_pattern(tuple(sorted(self._kinds)))
         out: list[str] = []
         pos = 0
-        for m in _restore_pattern(kinds).finditer(text):
+        for m in self._restorer.finditer(text):
             kind_start, num_end = m.start("kind"), m.end("num")
             if kind_start < pos:
                 continue
@@ -280,14 +293,9 @@ def _norm(value: str) -> str:
     return " ".join(value.split()).casefold()
 
 
-def _matcher(values: Mapping[str, tuple[str, set[str]]]) -> re.Pattern[str] | None:
-    return literals.matcher(s for _, found in values.values() for s in found)
-
-
-def _literal_spans(text: str, matcher: re.Pattern[str] | None,
-                   values: Mapping[str, tuple[str, set[str]]]) -> list[Span]:
+def _literal_spans(found: Iterable[re.Match[str]], values: Mapping[str, tuple[str, set[str]]]) -> list[Span]:
     spans: list[Span] = []
-    for m in matcher.finditer(text) if matcher is not None else ():
+    for m in found:
         known = values.get(_norm(m.group(0)))
         if known is None or (known[0] == "PERSON" and not _same_name(m.group(0), known[1])):
             continue
