@@ -14,7 +14,7 @@ from backend.access import credentials
 from backend.access.actor import Actor
 from backend.access.context import RequestContext
 from backend.access.granting import widening
-from backend.access.policy import default_policy, parse_policy
+from backend.access.policy import default_policy, parse_policy, refuse_too_many_rules
 from backend.access.principal import ALL_CAPABILITIES, Principal
 from backend.access.subjects import check_attributes
 from backend.domains.audit import service as audit
@@ -122,6 +122,7 @@ async def _log(db: AsyncSession, row: dict[str, Any], action: str, actor: Actor,
 
 def check_grant(policy: dict[str, Any], granter: Principal | None) -> None:
     """A key that holds `management` gives no policy wider than its own (PLT-4); administrators give any."""
+    refuse_too_many_rules(policy, "policy")
     parsed = parse_policy(policy, "policy")
     if granter is None or granter.is_admin or granter.key is None:
         return

@@ -36,14 +36,16 @@ def _words(text: str) -> set[str]:
 
 def candidates(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     found = []
+    words = [_words(r["text"]) for r in rows]  # once per record, not once per pair
     for i, a in enumerate(rows):
-        for b in rows[i + 1:]:
+        for j in range(i + 1, len(rows)):
+            b = rows[j]
             if a["type"] != b["type"] or a["norm_hash"] == b["norm_hash"]:
                 continue
             if a["subject"] != b["subject"] and None not in (a["subject"], b["subject"]):
                 continue  # never across two people
-            wa, wb = _words(a["text"]), _words(b["text"])
-            if wa and wb and len(wa & wb) / len(wa | wb) >= OVERLAP:
+            wa, wb = words[i], words[j]
+            if wa and wb and (shared := len(wa & wb)) / (len(wa) + len(wb) - shared) >= OVERLAP:
                 found.append((a, b))
                 if len(found) >= MOST_PAIRS:
                     return found

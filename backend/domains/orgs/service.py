@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access import credentials
 from backend.access.actor import BOOTSTRAP_ACTOR
 from backend.access.context import RequestContext
-from backend.access.policy import parse_policy, writer_policy
+from backend.access.policy import parse_policy, refuse_too_many_rules, writer_policy
 from backend.db.tenant import use_org
 from backend.domains.keys import service as keys
 from backend.domains.orgs import repository as repo
@@ -85,6 +85,7 @@ async def patch_org(ctx: RequestContext, org_id: str, body: OrgPatch) -> dict[st
     if body.limits is not msgspec.UNSET:
         values["limits"] = msgspec.to_builtins(body.limits)
     if body.policy is not msgspec.UNSET:
+        refuse_too_many_rules(body.policy, "policy")
         parse_policy(body.policy, "policy", org_level=True)
         values["policy"] = body.policy
     if values:
