@@ -25,7 +25,7 @@ from backend.domains.erasure.guard import refuse_if_erased
 from backend.domains.models import repository as models_repo
 from backend.domains.models.service import spec_of
 from backend.domains.privacy import service as privacy
-from backend.domains.privacy.messages import hide_messages
+from backend.domains.privacy.messages import hide_messages_aside
 from backend.domains.usage import repository as usage
 from backend.errors import Conflict
 from backend.ids import new_id
@@ -94,7 +94,7 @@ async def next_summary(ctx: RequestContext, thread_id: str, settings: Compaction
     pz = None
     if thread["pseudonymized"]:  # a key hid this thread's personal data from its models: so does its summary
         pz = await privacy.open_pseudonymizer(ctx, thread_id, subject=None)
-        messages = hide_messages(pz, list(messages))
+        messages = await hide_messages_aside(pz, list(messages))
     call = CallOptions(timeout_seconds=ctx.settings.model_timeout_seconds, max_retries=ctx.settings.model_max_retries)
     return SummaryWork(org_id, thread_id, unit, first, last, model, tuple(messages), tuple(sorted(set(people))),
                        thread["now"], pz, call)

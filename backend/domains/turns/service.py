@@ -270,11 +270,11 @@ async def _hide(turn: Turn) -> None:
     real = turn.messages
     try:
         pz = await pii_service.open_pseudonymizer(ctx, turn.thread_id if turn.stored else None)
-        turn.messages = privacy.hide_messages(pz, real)
+        turn.messages = await privacy.hide_messages_aside(pz, real)
     except PiiUnavailable as exc:
         raise TurnFailure("pii_unavailable", f"Personal data could not be hidden from the model: {exc}") from exc
     if turn.stored and turn.thread_id is not None and await pii_service.store(ctx, turn.thread_id, pz):
-        turn.messages = privacy.hide_messages(pz, real)
+        turn.messages = await privacy.hide_messages_aside(pz, real)
     turn.pseudonymizer = pz
 
 

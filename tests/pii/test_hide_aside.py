@@ -1,0 +1,48 @@
+"""TRN-10: a turn of a pseudonymising key hides the whole conversation before the model sees it. Hiding is linear
+in the text, but a long conversation still takes seconds (1 MiB: about 2.7 s), and on the event loop that stalled
+every other request meanwhile. It runs in a worker thread (`hide_messages_aside`) and gives what `hide_messages`
+gives."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from backend.domains.privacy.messages import hide_messages, hide_messages_aside
+from backend.providers.pii import DefaultDetector, Pseudonymizer
+
+SENTENCE = "Anna de Vries (anna{0}@example.com, +31 6 1234 {0:04d}) woont aan de Kerkstraat {1}. "
+# The loop wakes every millisecond; while a check holds it, it wakes 0 or 1 times. A hide of this size takes a
+# few hundred milliseconds, during which a free loop wakes dozens of times even while the hiding thread holds the
+# interpreter's lock (it is handed over every 5 ms).
+AWAKE = 10
+
+
+def _conversation() -> list[dict[str, Any]]:
+    text = "".join(SENTENCE.format(i, i % 300) for i in range(2500))  # about 220 KB
+    return [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted, Anna."}]
+
+
+def test_trn_10_a_long_conversation_is_hidden_off_the_event_loop_with_the_same_result() -> None:
+    async def main() -> tuple[list[dict[str, Any]], int]:
+        wakes = 0
+        running = True
+
+        async def tick() -> None:
+            nonlocal wakes
+            while running:
+                await asyncio.sleep(0.001)
+                wakes += 1
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0.005)
+        start = wakes
+        hidden = await hide_messages_aside(Pseudonymizer(DefaultDetector(), [], subject="anna"), _conversation())
+        running = False
+        await ticker
+        return hidden, wakes - start
+
+    hidden, wakes = asyncio.run(main())
+    assert hidden == hide_messages(Pseudonymizer(DefaultDetector(), [], subject="anna"), _conversation())
+    assert "anna7@example.com" not in hidden[0]["content"] and "<EMAIL_8>" in hidden[0]["content"]
+    assert wakes >= AWAKE, wakes
