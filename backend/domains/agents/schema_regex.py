@@ -55,4 +55,3 @@ def unsupported(pattern: str) -> str | None:
         reason = error.args[0] if error.args else error
         return reason.decode() if isinstance(reason, bytes) else str(reason)
     return None
-

@@ -13,7 +13,6 @@ start.
 from __future__ import annotations
 
 import reprlib
-from collections import OrderedDict
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -55,30 +54,32 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
 def _enum(validator: Any, allowed: Any, instance: Any, schema: Any) -> Iterator[Any]:
     from jsonschema.exceptions import ValidationError
 
-    if _canonical(instance) not in _forms(allowed):
+    if _canonical(instance) not in _forms("enum", allowed, allowed if isinstance(allowed, list) else [allowed]):
         yield ValidationError(f"{_short(instance)} is not one of {_short(allowed)}")
 
 
 def _const(validator: Any, expected: Any, instance: Any, schema: Any) -> Iterator[Any]:
     from jsonschema.exceptions import ValidationError
 
-    if _canonical(instance) != _canonical(expected):
+    if _canonical(instance) not in _forms("const", expected, [expected]):
         yield ValidationError(f"{_short(expected)} was expected")
 
 
-_enum_forms: OrderedDict[int, tuple[Any, frozenset[Any]]] = OrderedDict()  # by id; the entry keeps the list alive
+# By keyword and the id of the schema's value (one list may be both an `enum` and a `const`); the entry keeps the
+# value alive, so its id is not reused while the entry is here.
+_made: dict[tuple[str, int], tuple[Any, frozenset[Any]]] = {}
 
 
-def _forms(allowed: Any) -> frozenset[Any]:
-    """The canonical forms of an `enum`'s values, made once per schema rather than once per value checked."""
-    cached = _enum_forms.get(id(allowed))
-    if cached is not None and cached[0] is allowed:
-        _enum_forms.move_to_end(id(allowed))
-        return cached[1]
-    forms = frozenset(_canonical(value) for value in (allowed if isinstance(allowed, list) else [allowed]))
-    _enum_forms[id(allowed)] = (allowed, forms)
-    if len(_enum_forms) > 64:
-        _enum_forms.popitem(last=False)
+def _forms(keyword: str, owner: Any, values: Any) -> frozenset[Any]:
+    """The canonical forms of an `enum`'s values (or of a `const`), made once per schema, not once per value
+    checked."""
+    made = _made.get((keyword, id(owner)))
+    if made is not None and made[0] is owner:
+        return made[1]
+    forms = frozenset(_canonical(value) for value in values)
+    if len(_made) >= 64:
+        _made.clear()
+    _made[(keyword, id(owner))] = (owner, forms)
     return forms
 
 
