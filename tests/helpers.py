@@ -124,6 +124,30 @@ def eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
     return True
 
 
+def loop_wakes_during(work: Callable[[], Awaitable[T]]) -> tuple[T, int]:
+    """Run `work` on a fresh event loop beside a task that wakes every millisecond: its answer, and how often the
+    loop woke meanwhile. Work that holds the loop leaves it 0 or 1 wakes; work done off the loop lets it turn."""
+    async def main() -> tuple[T, int]:
+        wakes = 0
+        running = True
+
+        async def tick() -> None:
+            nonlocal wakes
+            while running:
+                await asyncio.sleep(0.001)
+                wakes += 1
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0.005)  # the ticker is running
+        start = wakes
+        answer = await work()
+        running = False
+        await ticker
+        return answer, wakes - start
+
+    return asyncio.run(main())
+
+
 def assert_error(response: Any, status: int, code: str | None = None, param: str | None = None) -> dict[str, Any]:
     """The PLT-14 error body: status, code, message, param."""
     assert response.status_code == status, response.text

@@ -12,40 +12,18 @@ import pytest
 
 from backend.access import credentials
 from backend.errors import RateLimited
-from tests.helpers import Org, assert_error
+from tests.helpers import Org, assert_error, loop_wakes_during
 
 # The loop wakes every millisecond while a check runs. On the loop, a check leaves it no turn (0 or 1 wakes, at its
 # ends); off it, the loop keeps turning for as long as argon2 takes (tens of milliseconds at the least).
 AWAKE = 10
 
 
-def _wakes_during(check: Any) -> tuple[Any, int]:
-    async def main() -> tuple[Any, int]:
-        wakes = 0
-        running = True
-
-        async def tick() -> None:
-            nonlocal wakes
-            while running:
-                await asyncio.sleep(0.001)
-                wakes += 1
-
-        ticker = asyncio.create_task(tick())
-        await asyncio.sleep(0.005)  # the ticker is running
-        start = wakes
-        answer = await check()
-        running = False
-        await ticker
-        return answer, wakes - start
-
-    return asyncio.run(main())
-
-
 @pytest.mark.parametrize("stored", [True, False], ids=["wrong password", "unknown address"])
 def test_plt_2_a_password_check_leaves_the_event_loop_free_and_takes_as_long_for_an_unknown_address(
         stored: bool) -> None:
     password_hash = credentials.hash_password("the right one") if stored else None
-    answer, wakes = _wakes_during(lambda: credentials.check_password(password_hash, "a wrong one"))
+    answer, wakes = loop_wakes_during(lambda: credentials.check_password(password_hash, "a wrong one"))
     assert answer is False
     # For an unknown address the stand-in hash is checked: the loop turns while argon2 runs, as for a known one.
     assert wakes >= AWAKE, wakes

@@ -15,6 +15,20 @@ def make_agent(client: Any, headers: dict[str, str], **fields: Any) -> dict[str,
     return dict(response.json())
 
 
+def agent_thread_state(client: Any, org: Any, name: str, schema: dict[str, Any]) -> tuple[dict[str, str], str]:
+    """An agent (on the scripted model) with `schema` as its working-state schema, and a thread it answered for
+    Anna: her headers and the thread's state URL."""
+    from tests.helpers import bearer
+
+    created = client.post("/agents", headers=org.admin, json={"name": name, "model": "scripted",
+                                                              "instructions": "Plan.", "working_state_schema": schema})
+    assert created.status_code == 201, created.text
+    anna = bearer(org.key, subject="anna")
+    answered = client.post("/responses", headers=anna, json={"agent_id": created.json()["id"], "input": "Plan."})
+    assert answered.status_code == 201, answered.text
+    return anna, f"/threads/{answered.json()['thread_id']}/state"
+
+
 def make_index(client: Any, org: Any, name: str = "support") -> str:
     response = client.post("/indexes", headers=org.full, json={"name": name})
     assert response.status_code == 201, response.text

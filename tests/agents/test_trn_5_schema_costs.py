@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from backend.domains.agents.state_validator import validator_for
 from backend.domains.threads.state import validate_against_schema
 from backend.errors import ValidationFailed
-from tests.agents.conftest import BASIC
-from tests.helpers import Org, assert_error, bearer
+from tests.agents.conftest import BASIC, agent_thread_state
+from tests.helpers import Org, assert_error
 
 
 def _fan_out(fan: int, levels: int) -> dict[str, Any]:
@@ -51,13 +51,7 @@ def test_trn_5_a_schema_within_the_bounds_is_kept_and_checks_states(org: Org, cl
     schema = _fan_out(2, 7)  # 511 schemas applied to the state
     schema["properties"] = {"tags": {"type": "array", "uniqueItems": True},
                             "step": {"enum": [f"step {i}" for i in range(1000)]}}
-    created = client.post("/agents", headers=org.admin, json={"name": "bounded", "model": "scripted",
-                                                              "instructions": "Plan.", "working_state_schema": schema})
-    assert created.status_code == 201, created.text
-    anna = bearer(org.key, subject="anna")
-    answered = client.post("/responses", headers=anna, json={"agent_id": created.json()["id"], "input": "Plan."})
-    assert answered.status_code == 201, answered.text
-    state_url = f"/threads/{answered.json()['thread_id']}/state"
+    anna, state_url = agent_thread_state(client, org, "bounded", schema)
     good = {"tags": [{"a": 1}, {"a": 1.5}, [1], [True]], "step": "step 999"}
     assert client.put(state_url, headers=anna, json={"state": good}).status_code == 200
     twice = assert_error(client.put(state_url, headers=anna, json={"state": {"tags": [{"a": 1}, {"a": 1.0}]}}), 422,

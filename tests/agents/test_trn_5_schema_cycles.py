@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents.conftest import BASIC, make_agent
+from tests.agents.conftest import BASIC, agent_thread_state, make_agent
 from tests.helpers import Org, assert_error, bearer
 
 LOOPS = [
@@ -44,18 +44,12 @@ TREE = {"type": "object", "properties": {"name": {"type": "string"},
 
 def test_trn_5_a_schema_recursing_into_the_state_is_kept_and_checks_states(org: Org, client: Any,
                                                                           scripted: Any) -> None:
-    created = client.post("/agents", headers=org.admin, json={"name": "tree", "model": "scripted",
-                                                              "instructions": "Plan.", "working_state_schema": TREE})
-    assert created.status_code == 201, created.text
-    anna = bearer(org.key, subject="anna")
-    answered = client.post("/responses", headers=anna, json={"agent_id": created.json()["id"], "input": "Plan."})
-    assert answered.status_code == 201, answered.text
-    thread_id = answered.json()["thread_id"]
+    anna, state_url = agent_thread_state(client, org, "tree", TREE)
     good = {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}
-    written = client.put(f"/threads/{thread_id}/state", headers=anna, json={"state": good})
+    written = client.put(state_url, headers=anna, json={"state": good})
     assert written.status_code == 200, written.text
     bad = {"name": "a", "children": [{"name": "b", "children": [{"name": 3}]}]}
-    assert_error(client.put(f"/threads/{thread_id}/state", headers=anna, json={"state": bad}), 422,
+    assert_error(client.put(state_url, headers=anna, json={"state": bad}), 422,
                  "working_state_invalid", "state.children[0].children[0].name")
 
 
@@ -76,16 +70,10 @@ def test_trn_5_a_chain_of_references_past_the_limit_is_refused_and_one_within_it
                         422, "invalid_schema")
     assert body["param"].startswith("working_state_schema.$defs.d") and body["param"].endswith(".$ref"), body
     assert "more than 50" in body["message"], body
-    created = client.post("/agents", headers=org.admin, json={
-        "name": "chained", "model": "scripted", "instructions": "Plan.", "working_state_schema": _chain(50)})
-    assert created.status_code == 201, created.text
-    anna = bearer(org.key, subject="anna")
-    answered = client.post("/responses", headers=anna, json={"agent_id": created.json()["id"], "input": "Plan."})
-    assert answered.status_code == 201, answered.text
-    thread_id = answered.json()["thread_id"]
-    assert_error(client.put(f"/threads/{thread_id}/state", headers=anna, json={"state": {"plan": 1}}), 422,
+    anna, state_url = agent_thread_state(client, org, "chained", _chain(50))
+    assert_error(client.put(state_url, headers=anna, json={"state": {"plan": 1}}), 422,
                  "working_state_invalid", "state")
-    written = client.put(f"/threads/{thread_id}/state", headers=anna, json={"state": {"goal": "Move"}})
+    written = client.put(state_url, headers=anna, json={"state": {"goal": "Move"}})
     assert written.status_code == 200, written.text
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.agents.conftest import BASIC
-from tests.helpers import Org, assert_error, bearer
+from tests.agents.conftest import BASIC, agent_thread_state
+from tests.helpers import Org, assert_error
 
 REFUSED = [
     ({"type": "object", "properties": {"code": {"type": "string", "pattern": "^(?=x)x+$"}}},
@@ -36,13 +36,7 @@ def test_trn_5_a_pattern_re2_does_not_run_is_refused_where_the_schema_is_saved(o
 def test_trn_5_patterns_still_check_states(org: Org, client: Any, scripted: Any) -> None:
     schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-\\d+$"}},
               "patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": False}
-    created = client.post("/agents", headers=org.admin, json={"name": "coded", "model": "scripted",
-                                                              "instructions": "Plan.", "working_state_schema": schema})
-    assert created.status_code == 201, created.text
-    anna = bearer(org.key, subject="anna")
-    answered = client.post("/responses", headers=anna, json={"agent_id": created.json()["id"], "input": "Plan."})
-    assert answered.status_code == 201, answered.text
-    state_url = f"/threads/{answered.json()['thread_id']}/state"
+    anna, state_url = agent_thread_state(client, org, "coded", schema)
     written = client.put(state_url, headers=anna, json={"state": {"code": "ABC-12", "x-count": 3}})
     assert written.status_code == 200, written.text
     assert_error(client.put(state_url, headers=anna, json={"state": {"code": "abc-12"}}), 422,

@@ -5,11 +5,11 @@ gives."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from backend.domains.privacy.messages import hide_messages, hide_messages_aside
 from backend.providers.pii import DefaultDetector, Pseudonymizer
+from tests.helpers import loop_wakes_during
 
 SENTENCE = "Anna de Vries (anna{0}@example.com, +31 6 1234 {0:04d}) woont aan de Kerkstraat {1}. "
 # The loop wakes every millisecond; while a check holds it, it wakes 0 or 1 times. A hide of this size takes a
@@ -24,25 +24,8 @@ def _conversation() -> list[dict[str, Any]]:
 
 
 def test_trn_10_a_long_conversation_is_hidden_off_the_event_loop_with_the_same_result() -> None:
-    async def main() -> tuple[list[dict[str, Any]], int]:
-        wakes = 0
-        running = True
-
-        async def tick() -> None:
-            nonlocal wakes
-            while running:
-                await asyncio.sleep(0.001)
-                wakes += 1
-
-        ticker = asyncio.create_task(tick())
-        await asyncio.sleep(0.005)
-        start = wakes
-        hidden = await hide_messages_aside(Pseudonymizer(DefaultDetector(), [], subject="anna"), _conversation())
-        running = False
-        await ticker
-        return hidden, wakes - start
-
-    hidden, wakes = asyncio.run(main())
+    hidden, wakes = loop_wakes_during(lambda: hide_messages_aside(Pseudonymizer(DefaultDetector(), [], subject="anna"),
+                                                                   _conversation()))
     assert hidden == hide_messages(Pseudonymizer(DefaultDetector(), [], subject="anna"), _conversation())
     assert "anna7@example.com" not in hidden[0]["content"] and "<EMAIL_8>" in hidden[0]["content"]
     assert wakes >= AWAKE, wakes
