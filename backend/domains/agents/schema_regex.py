@@ -12,7 +12,7 @@ match with Python's `re`.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import re2
@@ -39,8 +39,9 @@ class _Re2:
         return _compiled(pattern).search(string)
 
 
+@cache
 def install() -> None:
-    """Make every jsonschema keyword that matches a pattern use RE2 (idempotent)."""
+    """Make every jsonschema keyword that matches a pattern use RE2 (once per process)."""
     from jsonschema import _keywords, _legacy_keywords, _utils
 
     for module in (_keywords, _legacy_keywords, _utils):
