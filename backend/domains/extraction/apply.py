@@ -55,7 +55,12 @@ async def confirm(ctx: RequestContext, record_id: str) -> None:
 async def apply(ctx: RequestContext, work: WindowWork, answer: Answer) -> dict[str, int]:
     """Every memory of the answer, in order; the counts the window keeps."""
     counts = {"written": 0, "confirmed": 0, "replaced": 0, "dropped": 0}
-    for memory in answer.memories:
+    drafts = {i: await writes.prepare(ctx, _body(work, memory), source="extraction", provenance=work.provenance())
+              for i, memory in enumerate(answer.memories) if memory.type in work.types and memory.action != "confirm"}
+    # Every new text's words are locked before the first record is touched, in one order: two windows writing the
+    # same texts in opposite orders would otherwise each hold one and wait for the other.
+    await writes.lock_same_words(ctx, [d for i, d in drafts.items() if answer.memories[i].action == "new"])
+    for i, memory in enumerate(answer.memories):
         if memory.type not in work.types:
             counts["dropped"] += 1
             continue
@@ -64,7 +69,7 @@ async def apply(ctx: RequestContext, work: WindowWork, answer: Answer) -> dict[s
             await confirm(ctx, memory.target_id)
             counts["confirmed"] += 1
             continue
-        draft = await writes.prepare(ctx, _body(work, memory), source="extraction", provenance=work.provenance())
+        draft = drafts[i]
         if memory.action == "replace":
             assert memory.target_id is not None
             await writes.replace(ctx, memory.target_id, draft, param="target_id")

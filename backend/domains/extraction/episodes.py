@@ -125,10 +125,11 @@ async def write_lessons(ctx: RequestContext, work: WindowWork, lessons: list[Les
     counts = {"written": 0, "confirmed": 0}
     if work.person is None:
         return counts
-    for lesson in lessons[:3]:
-        body = _create(work, "lesson", work.restore(lesson.text) or lesson.text,
-                       metadata={"lesson": {"kind": lesson.kind, "basis": lesson.basis}})
-        draft = await writes.prepare(ctx, body, source="extraction", provenance=work.provenance())
+    drafts = [await writes.prepare(ctx, _create(work, "lesson", work.restore(lesson.text) or lesson.text,
+                                                metadata={"lesson": {"kind": lesson.kind, "basis": lesson.basis}}),
+                                   source="extraction", provenance=work.provenance()) for lesson in lessons[:3]]
+    await writes.lock_same_words(ctx, drafts)  # all before the first check, in one order (as `apply`'s records)
+    for draft in drafts:
         if await writes.confirm_same_words(ctx, draft) is not None:
             counts["confirmed"] += 1
             continue

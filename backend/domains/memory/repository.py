@@ -46,7 +46,6 @@ from backend.domains.memory.expressions import (
     PLAIN_COLUMNS,
     R,
     V,
-    active_now,
     filter_clauses,
     filters,
     label_has,
@@ -299,28 +298,6 @@ async def insert_keyed(db: AsyncSession, row: dict[str, Any]) -> bool:
                                     index_where=R.c.key.is_not(None))
             .returning(R.c.id))
     return (await db.execute(stmt)).first() is not None
-
-
-def _same_words(shared: bool) -> Prepared:
-    owner = R.c.subject.is_(None) if shared else R.c.subject == bindparam("subject", type_=Text)
-    return Prepared(select(R.c.id).where(
-        R.c.org_id == bindparam("org_id", type_=Text), R.c.index_id == bindparam("index_id", type_=Text),
-        R.c.norm_hash == bindparam("norm_hash", type_=Text), owner, R.c.type == bindparam("type", type_=Text),
-        *active_now()).order_by(R.c.id).limit(1).with_for_update())
-
-
-_SAME_WORDS = {True: _same_words(True), False: _same_words(False)}  # a shared record's, a person's
-_SAME_WORDS_LOCK = Prepared(text("SELECT pg_advisory_xact_lock(hashtextextended(concat_ws(':', 'same_words', :o, :i, "
-                                 ":s, :t, :h), 0))").bindparams(*(bindparam(n, type_=Text) for n in "oisth")))
-
-
-async def find_same_words(db: AsyncSession, org_id: str, index_id: str, subject: str | None, type_: str,
-                          norm_hash: str) -> str | None:
-    # A record not yet written has no row to lock: lock its words, then find in a statement that sees the last holder's.
-    await _SAME_WORDS_LOCK.all(db, {"o": org_id, "i": index_id, "s": subject, "t": type_, "h": norm_hash})
-    row = await _SAME_WORDS[subject is None].first(db, {"org_id": org_id, "index_id": index_id, "subject": subject,
-                                                        "norm_hash": norm_hash, "type": type_})
-    return str(row["id"]) if row else None
 
 
 async def insert_records(db: AsyncSession, rows: list[dict[str, Any]]) -> None:

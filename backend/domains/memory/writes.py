@@ -3,7 +3,7 @@ confirmations and corrections. SQL lives in the repository; the request owns the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,7 +16,7 @@ from backend.db.plan_mode import let_key_checks_keep_plans
 from backend.domains.audit.service import subject_hash
 from backend.domains.erasure import guard as erasure
 from backend.domains.indexes import repository as indexes
-from backend.domains.memory import decay
+from backend.domains.memory import decay, same_words
 from backend.domains.memory import repository as repo
 from backend.domains.memory.rules import (
     DEFAULT_CONFIDENCE,
@@ -330,6 +330,17 @@ async def verify(ctx: RequestContext, record_id: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- confirmations and corrections (MEM-21, EXT-10)
 
+def _words(item: Draft) -> same_words.Words:
+    v = item.values
+    return v["index_id"], v["subject"], v["type"], v["norm_hash"]
+
+
+async def lock_same_words(ctx: RequestContext, items: Iterable[Draft]) -> None:
+    """Lock the words of records about to be checked by `confirm_same_words`, all before the first check: a writer
+    of several records must not hold the words of one while it waits for another's (EXT-10)."""
+    await same_words.lock(ctx.db, ctx.org_id, map(_words, items))
+
+
 async def confirm_same_words(ctx: RequestContext, item: Draft) -> dict[str, Any] | None:
     """A fact the owner already has in the same words is confirmed, never written twice (MEM-21, EXT-10).
 
@@ -340,8 +351,7 @@ async def confirm_same_words(ctx: RequestContext, item: Draft) -> dict[str, Any]
     as house rule 8 orders. Per words rather than per owner: a window that confirmed a record by id (its row lock)
     and then checks other words must not wait for a writer that holds the owner's lock and waits for that row.
     """
-    v = item.values
-    found = await repo.find_same_words(ctx.db, ctx.org_id, v["index_id"], v["subject"], v["type"], v["norm_hash"])
+    found = await same_words.find(ctx.db, ctx.org_id, _words(item))
     current = await repo.get(ctx.db, ctx.scope, decay.half_lives(ctx.org, ctx.principal.key), found) if found \
         else None
     if current is None:
