@@ -52,6 +52,11 @@ async def refuse_if_erased(db: AsyncSession, org_id: str, secret: str, people: I
     return True
 
 
+async def transaction_start(db: AsyncSession) -> datetime:
+    """When this transaction began, by the database's clock (the time `refuse_if_erased` compares with)."""
+    return await repo.transaction_start(db)
+
+
 def erased_meanwhile() -> Conflict:
     return Conflict("A person this write names was erased while it ran; nothing of hers is written back.",
                     code="subject_erased")

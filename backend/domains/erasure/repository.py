@@ -56,6 +56,10 @@ async def lock_shared_then_erased(db: AsyncSession, org_id: str, subject_hashes:
     return bool(row and row["erased"])
 
 
+async def transaction_start(db: AsyncSession) -> datetime:
+    return (await db.execute(select(func.now()))).scalar_one()
+
+
 async def lock_exclusive(db: AsyncSession, org_id: str, subject_hash: str) -> None:
     await db.execute(select(func.pg_advisory_xact_lock(_subject_lock(org_id, literal(subject_hash)))))
 

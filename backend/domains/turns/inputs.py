@@ -10,6 +10,7 @@ import msgspec
 from backend.access.context import RequestContext
 from backend.domains.indexes import service as indexes
 from backend.domains.memory.rules import memory_scope
+from backend.domains.threads import repository as threads_repo
 from backend.domains.tools import memory_tools as mt
 from backend.domains.tools import service as tools
 from backend.errors import BadRequest, CapabilityMissing, NotFound, ValidationFailed, msgspec_error_parts
@@ -110,6 +111,15 @@ class TurnTools:
     working_state: bool = False
     functions: dict[str, FunctionTool] = field(default_factory=dict)
 
+    def writes(self, name: str) -> bool:
+        """Whether `name` is one of the turn's memory write tools."""
+        kind = mt.parse_name(name) if name in self.memory else None
+        return kind is not None and kind[1] == mt.WRITE
+
+    @property
+    def writes_memory(self) -> bool:
+        return any(self.writes(name) for name in self.memory)
+
     def definitions(self, ctx: RequestContext, zone: str) -> list[dict[str, Any]]:
         """The chat-completions `tools` array the model is sent."""
         defs: list[dict[str, Any]] = []
@@ -184,3 +194,28 @@ def answered_calls(items: list[ItemIn]) -> tuple[set[str], list[tuple[int, str]]
     calls = {item.call_id for item in items if isinstance(item, FunctionCallIn)}
     outputs = [(i, item.call_id) for i, item in enumerate(items) if isinstance(item, FunctionCallOutputIn)]
     return calls, outputs
+
+
+async def check_outputs(ctx: RequestContext, thread_id: str | None, items: list[ItemIn], history_limit: int
+                        ) -> list[ItemIn]:
+    """TRN-3: a function result must answer a call (in the thread's last `history_limit` items or in this input);
+    one that repeats an earlier input is not kept twice (the items without it); any other is 400."""
+    calls, outputs = answered_calls(items)
+    if not outputs:
+        return items
+    known: set[str] = set()
+    answered: set[str] = set()
+    if thread_id is not None:
+        for item in await threads_repo.list_items(ctx.db, ctx.org_id, thread_id, after=None, descending=True,
+                                                  limit=history_limit):
+            if item["type"] == "function_call":
+                known.add(item["body"]["call_id"])
+            elif item["type"] == "function_call_output":
+                answered.add(item["body"]["call_id"])
+    for index, call_id in outputs:
+        if call_id in answered:
+            continue
+        if call_id not in calls and call_id not in known:
+            raise BadRequest(f"The function result for call {call_id!r} answers no function call of this "
+                             "conversation.", param=f"input[{index}].call_id", code="orphan_function_output")
+    return [i for i in items if not (isinstance(i, FunctionCallOutputIn) and i.call_id in answered)]

@@ -15,6 +15,7 @@ import logging
 import time
 from typing import Any
 
+from backend.domains.erasure import guard as erasure
 from backend.domains.memory import embed_later
 from backend.domains.tools import service as tools
 from backend.domains.tools.memory_tools import LaterStep
@@ -184,6 +185,12 @@ async def _dispatch(turn: Turn, call: ToolCall, arguments: dict[str, Any], call_
                              *turn.tools.functions]) or "none"
         return "", f"There is no tool named {call.name!r} in this turn; offered: {offered}."
     index = turn.tools.memory[call.name]  # resolved when the turn was accepted
+    if turn.people and turn.tools.writes(call.name):
+        # MEM-19: this call's transaction began after the turn did, so its own checks would miss a person erased in
+        # between. One the turn writes for (its person, its thread's owner and participants) erased since the turn
+        # was accepted ends the turn with 409 `subject_erased`, as its finish would; the locks come first.
+        await erasure.refuse_if_erased(ctx.db, ctx.org_id, ctx.settings.secret, turn.people,
+                                       started_at=turn.accepted_at)
     unembedded: list[str] = []  # the model does not wait for the record's vector: it is made after the commit
     later: list[LaterStep] = []  # nor for the record's insert (see the module's text)
     try:

@@ -36,10 +36,10 @@ from backend.domains.turns.state_tool import apply as apply_state
 from backend.domains.turns.state_tool import shown as state_shown
 from backend.domains.turns.turn import AgentTurn, Turn, TurnFailure
 from backend.domains.usage import repository as usage
-from backend.errors import BadRequest, ValidationFailed
+from backend.errors import ApiError, ValidationFailed
 from backend.ids import new_id
 from backend.providers.pii import PiiUnavailable
-from shared.schemas.threads import FunctionCallOutputIn, ItemIn
+from shared.schemas.threads import ItemIn
 from shared.schemas.turns import ResponseCreate
 
 HISTORY_LIMIT = 2000  # items of a thread sent in full when nothing summarises them (TRN-6 bounds it further)
@@ -80,7 +80,8 @@ async def _thread_of(ctx: RequestContext, field: tuple[str, str]) -> tuple[str, 
     if not thread["can_write"]:
         raise ctx.deny("The policy does not let this request continue this thread.", action="thread.write",
                        object_type="thread", object_id=thread["id"])
-    await thread_rules.not_erased(ctx, thread["subject"])
+    # Her owner and the participants it names are locked here: the turn copies its labels (THR-5).
+    await thread_rules.not_erased(ctx, thread["subject"], labels=thread["labels"])
     return str(thread["id"]), thread["subject"], dict(thread["labels"] or {})
 
 
@@ -123,10 +124,13 @@ async def _keep(ctx: RequestContext, body: ResponseCreate, idempotency_key: str 
     owner = ctx.person
     if field is not None:
         turn.thread_id, owner, turn.thread_labels = await _thread_of(ctx, field)
-    await _check_outputs(turn)
+    turn.items = await inputs.check_outputs(ctx, turn.thread_id, turn.items, HISTORY_LIMIT)
+    named = (ctx.person, owner, *erasure.people_in_labels(turn.thread_labels))
+    turn.people = tuple(sorted({p for p in named if p is not None}))
     if not stored:
+        if turn.people and turn.tools.writes_memory:  # what its write tool's transactions are checked against
+            turn.accepted_at = await erasure.transaction_start(ctx.db)
         return turn
-    turn.people = tuple(sorted({p for p in (ctx.person, owner) if p is not None}))
     opened, source = await _new_thread(ctx, turn) if turn.thread_id is None else (None, None)
     # One statement keeps the response, the input and a new thread (the response's insert lets the items' key checks
     # keep plans; the build plans anew: db/plan_mode.py).
@@ -162,34 +166,6 @@ async def _new_thread(ctx: RequestContext, turn: Turn) -> tuple[dict[str, Any], 
     turn.thread_id = new_id("thr")
     turn.new_thread = True
     return {"subject": ctx.person, "labels": {}, "metadata": {}}, source
-
-
-async def _check_outputs(turn: Turn) -> None:
-    """TRN-3: a function result must answer a call (in the thread or in this input); one that repeats an
-    earlier input is not kept twice; any other is 400."""
-    calls, outputs = inputs.answered_calls(turn.items)
-    if not outputs:
-        return
-    known: set[str] = set()
-    answered: set[str] = set()
-    if turn.thread_id is not None:
-        for item in await threads_repo.list_items(turn.ctx.db, turn.ctx.org_id, turn.thread_id, after=None,
-                                                  descending=True, limit=HISTORY_LIMIT):
-            if item["type"] == "function_call":
-                known.add(item["body"]["call_id"])
-            elif item["type"] == "function_call_output":
-                answered.add(item["body"]["call_id"])
-    for index, call_id in outputs:
-        if call_id in answered:
-            continue
-        if call_id not in calls and call_id not in known:
-            raise_orphan(index, call_id)
-    turn.items = [i for i in turn.items if not (isinstance(i, FunctionCallOutputIn) and i.call_id in answered)]
-
-
-def raise_orphan(index: int, call_id: str) -> None:
-    raise BadRequest(f"The function result for call {call_id!r} answers no function call of this conversation.",
-                     param=f"input[{index}].call_id", code="orphan_function_output")
 
 
 async def _append(ctx: RequestContext, turn: Turn, items: Sequence[ItemIn | dict[str, Any]]) -> None:
@@ -377,20 +353,22 @@ async def run(ctx: RequestContext, body: ResponseCreate, idempotency_key: str | 
         if doc["status"] != "failed" and turn.injected is not None:
             injection.count_recalls_soon(ctx, turn.injected)  # INJ-8: written with other turns' counts
         return doc
-    except BaseException:
+    except BaseException as error:
         await ctx.db.rollback()
-        await _mark_failed(turn)
+        await _mark_failed(turn, error)
         raise
 
 
-async def _mark_failed(turn: Turn) -> None:
-    """An unexpected error: the response must not stay `in_progress` (an Idempotency-Key would wait forever)."""
+async def _mark_failed(turn: Turn, error: BaseException) -> None:
+    """The response must not stay `in_progress` (an Idempotency-Key would wait forever); it keeps the error the
+    route answers (`subject_erased`, say), or `internal_error` for an unexpected one."""
     if not turn.stored:
         return
     ctx = turn.ctx
+    kept = {"code": error.code, "message": error.message} if isinstance(error, ApiError) else {
+        "code": "internal_error", "message": "The turn stopped on an unexpected error on our side."}
     try:
-        await repo.mark_failed(ctx.db, ctx.org_id, turn.id, {"status": "failed", "usage": turn.usage, "error": {
-            "code": "internal_error", "message": "The turn stopped on an unexpected error on our side."}})
+        await repo.mark_failed(ctx.db, ctx.org_id, turn.id, {"status": "failed", "usage": turn.usage, "error": kept})
         await _meter(turn)
         await ctx.db.commit()
     except Exception:
