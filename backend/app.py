@@ -17,6 +17,7 @@ from backend import openapi
 from backend.access.ratelimit import RateLimiter
 from backend.config import Settings, get_settings
 from backend.db import migrate
+from backend.db.embedded import resolve_database_url
 from backend.db.engine import make_engine, make_sessionmaker
 from backend.domains.activity.controller import ActivityController
 from backend.domains.agents.controller import AgentController
@@ -80,14 +81,6 @@ async def ready(state: State) -> Ready:
                    f"Migrations are behind (database at {revision or 'none'}, code at {head}); run `coremem migrate`.")
         raise ApiError(message, status=503, code="not_ready", headers={"Retry-After": "1"} if not database else None)
     return body
-
-
-def resolve_database_url(settings: Settings) -> str:
-    if settings.database_url:
-        return settings.database_url
-    from backend.db.embedded import embedded_database_url
-
-    return embedded_database_url(settings.data_dir)
 
 
 def create_app(settings: Settings | None = None, database_url: str | None = None) -> Litestar:

@@ -17,7 +17,7 @@ DASHBOARD_PORT = 8501
 
 
 def database_url() -> str:
-    from backend.app import resolve_database_url
+    from backend.db.embedded import resolve_database_url
 
     return resolve_database_url(get_settings())
 

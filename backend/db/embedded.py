@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
+from backend.config import Settings
 from backend.db.tenant import APP_ROLE
 
 DATABASE_NAME = "coremem"
@@ -70,3 +71,9 @@ def embedded_database_url(data_dir: Path) -> str:
     server = start_server(pgdata)
     ensure_database(server, DATABASE_NAME)
     return socket_url(pgdata, DATABASE_NAME)
+
+
+def resolve_database_url(settings: Settings) -> str:
+    """`CORE_DATABASE_URL` when set, else the embedded server's (started on first use). Here rather than beside
+    the app, so a command or a worker does not import the whole API to learn it (about a second)."""
+    return settings.database_url or embedded_database_url(settings.data_dir)
