@@ -63,3 +63,27 @@ def test_mem_19_a_participant_erased_during_a_turn_is_not_written_back_by_its_wr
     assert _mentions(db, "carl") == 0
     # Bert's response says why it failed, as the route did
     assert db.execute("SELECT status, error->>'code' FROM responses").fetchall() == [("failed", "subject_erased")]
+
+
+def test_mem_19_a_writer_in_the_thread_erased_while_the_model_reads_her_words_leaves_no_answer(
+        client, org, db, scripted, settings):
+    """Carl wrote in Bert's thread and is no participant any more; the model reads his words, he is erased while it
+    answers: Bert's answer, made of Carl's words, is not written into the thread (as a summary of them would not)."""
+    client.app.state.settings = settings.with_overrides(threads_group_reach_by_rule=True)
+    key = org.make_key(policy=group_policy())["secret"]
+    bert, carl = bearer(key, "bert"), bearer(key, "carl")
+    thread = new_thread(client, bert, items=[msg("user", "Hello from Bert.")],
+                        labels={"participants": ["bert", "carl"]})["id"]
+    assert client.post(f"/threads/{thread}/items", headers=carl,
+                       json={"items": [msg("user", "My CANARYcode is 1234.")]}).status_code == 201
+    relabelled = client.patch(f"/threads/{thread}", headers=bert, json={"labels": {"participants": ["bert"]}})
+    assert relabelled.status_code == 200, relabelled.text
+    erased: list[int] = []
+    scripted.reply("Carl's CANARYcode is 1234.", before=lambda: erased.append(
+        client.delete("/subjects/carl", headers=org.admin).status_code))
+    response = client.post("/responses", headers=bert, json={"model": "scripted", "input": "What was Carl's code?",
+                                                              "thread_id": thread})
+    assert erased == [200]
+    assert "CANARYcode" in str(scripted.requests[0]["messages"])  # the model did read his words
+    assert response.status_code == 409 and response.json()["code"] == "subject_erased", response.text
+    assert db.execute("SELECT count(*) FROM thread_items WHERE body::text ILIKE '%%canary%%'").fetchone()[0] == 0

@@ -146,7 +146,7 @@ async def _keep(ctx: RequestContext, body: ResponseCreate, idempotency_key: str 
         raise idempotency.in_flight()
     if turn.items and not turn.input_later and accepted.positions is None:
         raise thread_deleted(turn.thread_id)
-    turn.accepted_at = accepted.at if turn.people else None
+    turn.accepted_at = accepted.at
     turn.history_positions = accepted.positions
     if source is not None:
         await threads_repo.write_state(ctx.db, ctx.org_id, str(turn.thread_id), source["state"], 1, source["size"])
@@ -230,6 +230,8 @@ async def _thread_context(turn: Turn) -> tuple[list[dict[str, Any]], list[str], 
             rows = list(reversed(await threads_repo.list_items(ctx.db, ctx.org_id, turn.thread_id, after=before,
                                                                descending=True, limit=HISTORY_LIMIT)))
         history = [{**r["body"], "type": r["type"]} for r in rows]
+        # MEM-19: the model reads their words, so the answer is not kept should one of them be erased meanwhile
+        turn.people = tuple(sorted({*turn.people, *(r["subject"] for r in rows if r["subject"] is not None)}))
     if turn.thread_id is not None:
         state_row = None
         if not (turn.new_thread and turn.body.working_state_from is None):  # a new thread has no state to read

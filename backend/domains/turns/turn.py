@@ -83,7 +83,8 @@ class Turn:
     # a transaction finishing while the model is asked (loop.settle): the accepting one (no call id), or a
     # platform tool's while the model reads its result, with the call's id
     committing: tuple[asyncio.Task[None], str | None] | None = None
-    # MEM-19: whose erasure after `accepted_at` (the accepting transaction's start) stops the turn from keeping more
+    # MEM-19: whose erasure after `accepted_at` (the accepting transaction's start) stops the turn from keeping more:
+    # its person, its thread's owner and `participants`, and the writers of the items the model reads
     people: tuple[str, ...] = ()
     accepted_at: datetime | None = None
 
