@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, bindparam, exists, func, literal, select
+from sqlalchemy import DateTime, bindparam, exists, func, literal, select, text, update
 from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -64,7 +64,21 @@ async def lock_exclusive(db: AsyncSession, org_id: str, subject_hash: str) -> No
     await db.execute(select(func.pg_advisory_xact_lock(_subject_lock(org_id, literal(subject_hash)))))
 
 
+# A guard refuses work that began before `erased_at`. Work that began after the erasure recorded itself but before
+# it committed may still have read her data, so the time recorded with the erasure lies ahead of its commit; once
+# it has committed, `settle_erased_at` sets the moment after the commit. Should that never run (the process died
+# in between), writes naming her are refused for this long after the erasure, and allowed after.
+_AHEAD = text("clock_timestamp() + interval '1 minute'")
+
+
 async def mark_erased(db: AsyncSession, org_id: str, subject_hash: str) -> None:
-    stmt = pg_insert(E).values(org_id=org_id, subject_hash=subject_hash, erased_at=func.clock_timestamp())
+    stmt = pg_insert(E).values(org_id=org_id, subject_hash=subject_hash, erased_at=_AHEAD)
     await db.execute(stmt.on_conflict_do_update(index_elements=[E.c.org_id, E.c.subject_hash],
-                                                set_={"erased_at": func.clock_timestamp()}))
+                                                set_={"erased_at": _AHEAD}))
+
+
+async def settle_erased_at(db: AsyncSession, org_id: str, subject_hash: str) -> None:
+    """After the erasure committed: its time becomes now, which every transaction that began before the commit
+    precedes, and none that began after it does by more than this statement's round trip."""
+    await db.execute(update(E).where(E.c.org_id == org_id, E.c.subject_hash == subject_hash,
+                                     E.c.erased_at > func.clock_timestamp()).values(erased_at=func.clock_timestamp()))

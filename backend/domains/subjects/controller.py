@@ -14,5 +14,6 @@ class SubjectController(Controller):
     tags = ["subjects"]
 
     @delete("/{subject_id:str}", status_code=200, summary="Erase a person: her records of every type; answers counts")
-    async def erase(self, subject_id: str, ctx: RequestContext) -> ErasureOut:
-        return ErasureOut(counts=await service.erase(ctx, subject_id))
+    async def erase(self, subject_id: str, turn: RequestContext) -> ErasureOut:
+        # `turn`: the context whose route commits between its steps (the erasure, then the time it records)
+        return ErasureOut(counts=await service.erase_and_settle(turn, subject_id))

@@ -6,6 +6,7 @@ Memory's, pseudonymisation's and the threads' erasers are listed in ERASERS belo
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,6 +22,7 @@ from backend.domains.proposals.repository import erase_subject as erase_subject_
 from backend.domains.threads.repository import erase_subject as erase_subject_threads
 from backend.domains.turns.repository import erase_subject as erase_subject_turns
 
+log = logging.getLogger(__name__)
 Eraser = Callable[[AsyncSession, str, str], Awaitable[dict[str, int]]]
 # Placeholders before threads: the rows of her threads would otherwise go by cascade, uncounted. Proposals before
 # her records: their evidence rows go with the records by cascade, and tell whose records a proposal rests on.
@@ -54,4 +56,20 @@ async def erase(ctx: RequestContext, subject_id: str) -> dict[str, int]:
         counts.update(await eraser(ctx.db, ctx.org_id, subject_id))
     await erasure_repo.mark_erased(ctx.db, ctx.org_id, hashed)
     await ctx.audit("subject.erased", subject_id=subject_id, object_type="subject", detail={"counts": counts})
+    return counts
+
+
+async def erase_and_settle(ctx: RequestContext, subject_id: str) -> dict[str, int]:
+    """`erase`, committed here; then the erasure's recorded time becomes the moment after its commit (see
+    `erasure_repo.mark_erased`), in a transaction of its own. Needs a context whose route may commit."""
+    counts = await erase(ctx, subject_id)
+    await ctx.db.commit()
+    hashed = audit.subject_hash(ctx.settings.secret, ctx.org_id, subject_id)
+    assert hashed is not None
+    try:
+        await erasure_repo.settle_erased_at(ctx.db, ctx.org_id, hashed)
+        await ctx.db.commit()
+    except Exception:  # she is erased; only writes naming her in the next minute are refused in vain
+        await ctx.db.rollback()
+        log.exception("the time of an erasure that committed could not be settled")
     return counts
