@@ -11,9 +11,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
-from litestar import Request, Response
+from litestar import Litestar, Request, Response
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, NotAuthorizedException, SerializationException, ValidationException
+from litestar.routes import HTTPRoute
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -276,7 +277,27 @@ def handle_http(_: Request, exc: HTTPException) -> Response[Any]:
         return error_response(400, "malformed_body", _unreadable_body(message), None)
     if status == 404 and message == "Not Found":
         message = "There is no such route."
+    if status == 405 and _an_id_taken_by_a_name(_):
+        return error_response(404, "not_found", f"Nothing is found at {_.method} {_.url.path}: a part of this "
+                              "path is the name of another route here, never an id.", None)
     return error_response(status, _STATUS_CODES.get(status, "error"), message, None)
+
+
+def _id_routes(app: Litestar) -> list[tuple[re.Pattern[str], frozenset[str]]]:
+    """Each route with ids in its path: the pattern its paths match, and its methods (made once per app)."""
+    if "id_routes" not in app.state:
+        app.state["id_routes"] = [(re.compile("/".join("[^/]+" if part.startswith("{") else re.escape(part)
+                                                       for part in route.path.split("/"))), frozenset(route.methods))
+                                  for route in app.routes if "{" in route.path and isinstance(route, HTTPRoute)]
+    return list(app.state["id_routes"])
+
+
+def _an_id_taken_by_a_name(request: Request[Any, Any, Any]) -> bool:
+    """A 405 where a route with this method would take the path's name as an id (`PATCH /memory/search`): the
+    router prefers the named route (`GET /memory/search`), which has no such method. What the client asked for is
+    a record, thread or key that cannot exist: 404, as for any unknown id, not a status the route never answers."""
+    path = request.url.path
+    return any(request.method in methods and pattern.fullmatch(path) for pattern, methods in _id_routes(request.app))
 
 
 def _is_nul_refusal(exc: Exception) -> bool:
