@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.domains.privacy.messages import hide_messages, hide_messages_aside
+from backend.domains.privacy.messages import hide_messages, hide_messages_aside, hide_texts_aside
 from backend.providers.pii import DefaultDetector, Pseudonymizer
 from tests.helpers import loop_wakes_during
 
@@ -28,4 +28,15 @@ def test_trn_10_a_long_conversation_is_hidden_off_the_event_loop_with_the_same_r
                                                                    _conversation()))
     assert hidden == hide_messages(Pseudonymizer(DefaultDetector(), [], subject="anna"), _conversation())
     assert "anna7@example.com" not in hidden[0]["content"] and "<EMAIL_8>" in hidden[0]["content"]
+    assert wakes >= AWAKE, wakes
+
+
+def test_trn_10_ext_11_texts_are_hidden_off_the_event_loop_with_the_same_result() -> None:
+    """A search tool's output in a turn, a window's lines in extraction: the same worker thread, text by text."""
+    texts = [_conversation()[0]["content"], "Noted, Anna.", ""]
+    hidden, wakes = loop_wakes_during(lambda: hide_texts_aside(Pseudonymizer(DefaultDetector(), [], subject="anna"),
+                                                                texts))
+    alone = Pseudonymizer(DefaultDetector(), [], subject="anna")
+    assert hidden == [alone.hide(text) for text in texts]
+    assert "anna7@example.com" not in hidden[0] and "<EMAIL_8>" in hidden[0]
     assert wakes >= AWAKE, wakes

@@ -30,6 +30,7 @@ from backend.domains.extraction.planning import at_cap
 from backend.domains.extraction.switch import state_of
 from backend.domains.models import repository as models_repo
 from backend.domains.models.service import spec_of
+from backend.domains.privacy.messages import hide_texts_aside
 from backend.domains.privacy.service import open_pseudonymizer
 from backend.domains.usage import repository as usage
 from backend.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound
@@ -124,8 +125,9 @@ async def next_window(ctx: RequestContext, index_id: str, thread_id: str) -> Win
     if thread["pseudonymized"]:
         try:
             pz = await open_pseudonymizer(acting, thread_id)
-            lines = [pz.hide(text) for text in lines]
-            records = [{**r, "text": pz.hide(r["text"])} for r in records]
+            hidden = await hide_texts_aside(pz, [*lines, *(r["text"] for r in records)])  # off the worker's loop
+            lines, records = hidden[:len(lines)], [{**r, "text": t} for r, t in zip(records, hidden[len(lines):],
+                                                                                   strict=True)]
         except PiiUnavailable as exc:
             await fail(ctx, window["id"], "pii_unavailable", str(exc))
             return SKIP

@@ -45,6 +45,11 @@ async def hide_messages_aside(pz: Pseudonymizer, messages: list[dict[str, Any]])
     return await asyncio.to_thread(hide_messages, pz, messages)
 
 
+async def hide_texts_aside(pz: Pseudonymizer, texts: list[str]) -> list[str]:
+    """Each text hidden, in a worker thread, as `hide_messages_aside` (a tool's output, a window's lines)."""
+    return await asyncio.to_thread(lambda: [pz.hide(text) for text in texts])
+
+
 def restore_arguments(pz: Pseudonymizer, arguments: str) -> str:
     try:
         return json.dumps(pz.restore_json(json.loads(arguments)), ensure_ascii=False)

@@ -119,8 +119,8 @@ async def _rounds(turn: Turn) -> None:
             turn.produced.append({"id": new_id("itm"), "type": "function_call_output", "call_id": call.id,
                                   "name": call.name, "output": output, "error": error})
             content = output or json.dumps({"error": error})
-            if turn.pseudonymizer is not None:
-                content = turn.pseudonymizer.hide(content)
+            if turn.pseudonymizer is not None:  # a search's output may be long: hidden off the event loop
+                content = (await privacy.hide_texts_aside(turn.pseudonymizer, [content]))[0]
             turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         if client_calls:
             return
