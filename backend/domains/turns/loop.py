@@ -187,8 +187,8 @@ async def _dispatch(turn: Turn, call: ToolCall, arguments: dict[str, Any], call_
     index = turn.tools.memory[call.name]  # resolved when the turn was accepted
     if turn.people and turn.tools.writes(call.name):
         # MEM-19: this call's transaction began after the turn did, so its own checks would miss a person erased in
-        # between. One the turn writes for (its person, its thread's owner and participants) erased since the turn
-        # was accepted ends the turn with 409 `subject_erased`, as its finish would; the locks come first.
+        # between. One of the turn's people (`Turn.people`) erased since the turn was accepted ends the turn with
+        # 409 `subject_erased`, as its finish would; the locks come first.
         await erasure.refuse_if_erased(ctx.db, ctx.org_id, ctx.settings.secret, turn.people,
                                        started_at=turn.accepted_at)
     unembedded: list[str] = []  # the model does not wait for the record's vector: it is made after the commit
