@@ -263,10 +263,10 @@ _STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404:
                  422: "validation_failed", 429: "rate_limited"}
 
 
-def handle_http(_: Request, exc: HTTPException) -> Response[Any]:
+def handle_http(request: Request, exc: HTTPException) -> Response[Any]:
     status = exc.status_code
     if status >= 500:
-        return handle_internal(_, exc)
+        return handle_internal(request, exc)
     if status == 413:
         return error_response(413, "payload_too_large", "The request body is larger than this server accepts "
                               "(CORE_MAX_BODY_BYTES).", None)
@@ -277,9 +277,9 @@ def handle_http(_: Request, exc: HTTPException) -> Response[Any]:
         return error_response(400, "malformed_body", _unreadable_body(message), None)
     if status == 404 and message == "Not Found":
         message = "There is no such route."
-    if status == 405 and _an_id_taken_by_a_name(_):
-        return error_response(404, "not_found", f"Nothing is found at {_.method} {_.url.path}: a part of this "
-                              "path is the name of another route here, never an id.", None)
+    if status == 405 and _an_id_taken_by_a_name(request):
+        return error_response(404, "not_found", f"Nothing is found at {request.method} {request.url.path}: a part "
+                              "of this path is the name of another route here, never an id.", None)
     return error_response(status, _STATUS_CODES.get(status, "error"), message, None)
 
 

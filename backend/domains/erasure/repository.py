@@ -78,7 +78,7 @@ async def mark_erased(db: AsyncSession, org_id: str, subject_hash: str) -> None:
 
 
 async def settle_erased_at(db: AsyncSession, org_id: str, subject_hash: str) -> None:
-    """After the erasure committed: its time becomes now, which every transaction that began before the commit
-    precedes, and none that began after it does by more than this statement's round trip."""
+    """After the erasure committed, its time becomes now: every transaction that began before the commit began
+    before this too; one that began between the commit and now is refused in vain (one round trip's worth)."""
     await db.execute(update(E).where(E.c.org_id == org_id, E.c.subject_hash == subject_hash,
                                      E.c.erased_at > func.clock_timestamp()).values(erased_at=func.clock_timestamp()))
