@@ -11,10 +11,10 @@ PostgreSQL frees when a killed worker's connection goes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from backend.access.context import RequestContext
+from backend.domains.erasure import guard as erasure
 from backend.domains.indexes import repository as indexes_repo
 from backend.domains.maintenance import contested, lessons
 from backend.domains.maintenance import repository as repo
@@ -54,7 +54,10 @@ async def prepare(ctx: RequestContext, index_id: str) -> Plan | None:
         plan.judging = await analysis.to_judge(ctx, index_id, spec)
     plan.pairs = await contested.to_ask(ctx, index_id, spec)
     if sections.lessons.enabled:
-        plan.lessons = await lessons.to_ask(ctx, index_id, spec, sections.lessons.min_episodes, datetime.now(UTC))
+        # MEM-19: her lessons are refused if she was erased after this transaction began (it reads her episodes),
+        # by the database's clock, which an erasure's time is on
+        plan.lessons = await lessons.to_ask(ctx, index_id, spec, sections.lessons.min_episodes,
+                                            await erasure.transaction_start(ctx.db))
     return plan
 
 
