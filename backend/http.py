@@ -289,7 +289,7 @@ def _id_routes(app: Litestar) -> list[tuple[re.Pattern[str], frozenset[str]]]:
         app.state["id_routes"] = [(re.compile("/".join("[^/]+" if part.startswith("{") else re.escape(part)
                                                        for part in route.path.split("/"))), frozenset(route.methods))
                                   for route in app.routes if "{" in route.path and isinstance(route, HTTPRoute)]
-    return list(app.state["id_routes"])
+    return app.state["id_routes"]
 
 
 def _an_id_taken_by_a_name(request: Request[Any, Any, Any]) -> bool:

@@ -193,3 +193,15 @@ class DroppedConnections(logging.Handler):
 
     def __exit__(self, *_: object) -> None:
         logging.getLogger("sqlalchemy.pool").removeHandler(self)
+
+
+def wait_for_lock_waiters(db: Any, count: int, what: str, seconds: float = 10) -> None:
+    """Wait until `count` sessions of the test database wait for a lock; fail naming `what` if they never do."""
+    deadline = time.monotonic() + seconds
+    while True:
+        row = db.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+                         "wait_event_type = 'Lock'").fetchone()
+        if int(row[0]) >= count:
+            return
+        assert time.monotonic() < deadline, f"never saw {what}"
+        time.sleep(0.05)

@@ -10,23 +10,13 @@ from typing import Any
 
 import psycopg
 
-from backend import contexts
 from backend.domains.audit.service import subject_hash
 from backend.domains.extraction import planning, reading
-from backend.domains.orgs import repository as orgs
-from backend.jobs.extraction import ACTOR
+from tests.extraction.test_ext_8_exactly_once import step
 from tests.extraction.util import answer, conversation, new, new_store, records, run_now, switch_on
-from tests.helpers import in_transaction
-from tests.memory.test_same_words_at_once import waiting
+from tests.helpers import wait_for_lock_waiters
 
 TEXTS = ("Anna likes tea.", "Anna lives in Delft.")
-
-
-def step(database_url: str, settings: Any, org_id: str, work: Any) -> Any:
-    async def go(db: Any) -> Any:
-        return await work(await contexts.for_system(db, settings, await orgs.get(db, org_id), ACTOR))
-
-    return in_transaction(database_url, go)
 
 
 def test_ext_10_two_windows_writing_the_same_texts_in_opposite_orders_both_commit(
@@ -65,11 +55,7 @@ def test_ext_10_two_windows_writing_the_same_texts_in_opposite_orders_both_commi
     for runner in runners:
         runner.start()
     try:
-        for _ in range(100):
-            if waiting(db) >= 2:
-                break
-            threading.Event().wait(0.1)
-        assert waiting(db) >= 2, "the two windows never waited on Anna's lock together"
+        wait_for_lock_waiters(db, 2, "the two windows waiting on Anna's lock together")
     finally:
         holder.rollback()
         holder.close()

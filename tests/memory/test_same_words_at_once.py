@@ -9,13 +9,7 @@ from typing import Any
 import psycopg
 
 from backend.domains.audit.service import subject_hash
-
-
-def waiting(db: Any) -> int:
-    """Sessions of this module's database waiting for a lock."""
-    row = db.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
-                     "wait_event_type = 'Lock'").fetchone()
-    return int(row[0])
+from tests.helpers import wait_for_lock_waiters
 
 
 def test_mem_21_same_words_at_once_make_one_record(mem: Any, client: Any, db: Any, settings: Any) -> None:
@@ -37,11 +31,7 @@ def test_mem_21_same_words_at_once_make_one_record(mem: Any, client: Any, db: An
     for t in threads:
         t.start()
     try:
-        for _ in range(100):
-            if waiting(db) >= 3:
-                break
-            threading.Event().wait(0.1)
-        assert waiting(db) >= 3, "the three calls never waited on Anna's lock together"
+        wait_for_lock_waiters(db, 3, "the three calls waiting on Anna's lock together")
     finally:
         holder.rollback()
         holder.close()

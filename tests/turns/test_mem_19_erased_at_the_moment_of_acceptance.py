@@ -10,17 +10,8 @@ from typing import Any
 
 import psycopg
 
-from tests.helpers import Org
-from tests.memory.test_same_words_at_once import waiting
+from tests.helpers import Org, wait_for_lock_waiters
 from tests.turns.conftest import anna
-
-
-def _wait_for(db: Any, count: int, what: str) -> None:
-    for _ in range(200):
-        if waiting(db) >= count:
-            return
-        threading.Event().wait(0.05)
-    raise AssertionError(f"never saw {what}")
 
 
 def test_mem_19_a_turn_accepted_while_an_erasure_commits_does_not_keep_her_id(client: Any, org: Org, db: Any,
@@ -42,9 +33,9 @@ def test_mem_19_a_turn_accepted_while_an_erasure_commits_does_not_keep_her_id(cl
     scripted.reply("Hello Anna.")
     try:
         eraser.start()
-        _wait_for(db, 1, "the erasure waiting to append its audit event")
+        wait_for_lock_waiters(db, 1, "the erasure waiting to append its audit event")
         turn.start()  # begins after the erasure recorded itself; reads the thread as it was before
-        _wait_for(db, 2, "the turn waiting for Bob's lock")
+        wait_for_lock_waiters(db, 2, "the turn waiting for Bob's lock")
     finally:
         holder.rollback()
         holder.close()
