@@ -73,9 +73,12 @@ def _change_cursor(page: Page) -> tuple[datetime, str, int] | None:
     if cursor is None:
         return None
     try:
-        return datetime.fromisoformat(cursor[0]), str(cursor[1]), int(cursor[2])
+        at, record_id, version = datetime.fromisoformat(cursor[0]), str(cursor[1]), int(cursor[2])
     except (TypeError, ValueError, IndexError):
         raise page.invalid() from None
+    if not -2 ** 31 <= version < 2 ** 31:  # memory_versions.version is an integer; the database refuses others
+        raise page.invalid()
+    return at, record_id, version
 
 
 async def changes(ctx: RequestContext, f: ChangeQuery, page: Page) -> tuple[list[dict[str, Any]], str | None]:

@@ -8,7 +8,8 @@ from typing import Any
 import msgspec
 
 from backend.access.context import RequestContext
-from backend.access.policy import default_policy
+from backend.access.granting import widening
+from backend.access.policy import default_policy, parse_policy
 from backend.access.principal import ALL_CAPABILITIES, Principal
 from backend.access.subjects import Subject, check_attributes, check_subject_id
 from backend.domains.agents.service import resolve as resolve_agent
@@ -17,7 +18,7 @@ from backend.domains.injection.config import choose_block
 from backend.domains.injection.service import Built, build
 from backend.domains.keys import repository as keys_repo
 from backend.domains.memory import decay
-from backend.errors import NotFound
+from backend.errors import Forbidden, NotFound
 from backend.providers.tokens import utf8_bytes_over_four
 from shared.schemas.platform import InjectionBlock
 from shared.schemas.stores import PreviewIn
@@ -58,6 +59,7 @@ async def preview(ctx: RequestContext, index_id: str, body: PreviewIn) -> dict[s
         key = await keys_repo.get(db, ctx.org_id, body.key_id)
         if key is None:
             raise NotFound("No such key.", param="key_id")
+        _refuse_wider_key(ctx.principal, key)
     no_key = key is None
     if key is None:  # an administrator naming no key: a key with the default policy and every capability
         key = {"id": None, "org_id": ctx.org_id, "policy": default_policy(), "memory": {},
@@ -92,6 +94,20 @@ async def preview(ctx: RequestContext, index_id: str, body: PreviewIn) -> dict[s
                                                 "store_override": override})
     return {"block": built.text, "trace": built.trace(), "records": records, "store_override": override,
             "note": _note(built, index_id, no_key, agent_block is not None)}
+
+
+def _refuse_wider_key(caller: Principal, named: dict[str, Any]) -> None:
+    """A management key previews only keys whose policy permits no more than its own, the rule by which it grants
+    policies (PLT-4): the preview shows the named key's records, so a wider key's would show the caller records its
+    own policy hides. Administrators preview any key."""
+    if caller.key is None or caller.key["id"] == named["id"]:
+        return
+    wider = widening(parse_policy(named["policy"], "policy"), parse_policy(caller.key["policy"], "policy"))
+    if wider is not None:
+        _, reason = wider
+        raise Forbidden(f"This key may preview only keys that see no more than it does, and the key {named['id']} "
+                        f"does: {reason} Ask an administrator, or preview with a key whose policy is within this "
+                        "key's.", param="key_id", code="key_wider_than_caller")
 
 
 def _note(built: Built, index_id: str, no_key: bool, agent_block: bool) -> str | None:

@@ -42,6 +42,7 @@ from backend.domains.memory.expressions import (
     R,
     effective_expr,
     evaluated_at,
+    halved,
     min_confidence_clause,
     min_confidence_params,
     readable,
@@ -180,7 +181,7 @@ def _order(section: str, half_lives: Mapping[str, float], sel: Selection, rankin
         return [R.c.created_at.desc(), R.c.id.desc()]
     if section == "past_sessions":
         age_days = func.greatest(func.extract("epoch", evaluated_at(_at(sel)) - R.c.created_at), 0) / 86400.0
-        recency = func.power(0.5, age_days / EPISODE_HALF_LIFE_DAYS)
+        recency = halved(age_days, EPISODE_HALF_LIFE_DAYS)
         has_input = ranking.vector is not None or bool(ranking.text_query)
         score = 0.7 * relevance + 0.3 * recency if has_input else recency
         return [score.desc(), R.c.id.asc()]

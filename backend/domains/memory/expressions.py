@@ -62,13 +62,25 @@ def evaluated_at(at: At) -> Any:
     return bindparam(None, at, type_=DateTime(timezone=True))
 
 
+# Halvings past this many are 0.5^1000 ≈ 1e-301, nothing to any reader; PostgreSQL's power() raises "underflow"
+# from about 1075 on (a short half-life and an old record, or a preview's `at` far ahead), so the count stops here.
+MAX_HALVINGS = 1000.0
+# The longest age a confidence floor's range reaches back (about 2,700 years): any record is younger, and an instant
+# as early as year 1 minus this stays inside PostgreSQL's timestamps, where a half-life of 1e9 days would not.
+MAX_FLOOR_AGE = timedelta(days=1_000_000)
+
+
+def halved(age_days: ColumnElement[Any], half_life_days: float) -> ColumnElement[Any]:
+    """0.5 ^ (age_days / half-life), the exponent capped at MAX_HALVINGS."""
+    return func.power(0.5, func.least(age_days / half_life_days, MAX_HALVINGS))
+
+
 def effective_expr(half_lives: Mapping[str, float], table: Any = R, *, at: At = None) -> ColumnElement[Any]:
     """effective = confidence * 0.5 ^ (age_days / H) for types with a half-life; the stored value otherwise."""
     if not half_lives:
         return cast(table.c.confidence, Float)
     age_days = func.greatest(func.extract("epoch", evaluated_at(at) - table.c.updated_at), 0) / 86400.0
-    whens = [(table.c.type == t, table.c.confidence * func.power(0.5, age_days / h))
-             for t, h in sorted(half_lives.items())]
+    whens = [(table.c.type == t, table.c.confidence * halved(age_days, h)) for t, h in sorted(half_lives.items())]
     return cast(case(*whens, else_=table.c.confidence), Float)
 
 
@@ -95,7 +107,7 @@ def min_confidence_clause(half_lives: Mapping[str, float], minimum: float, *, at
     names = sorted(half_lives)
     for i, type_name in enumerate(names):
         h = half_lives[type_name]
-        max_age = _value(f"{name}_age{i}" if name else None, timedelta(days=h * math.log2(1.0 / minimum)), Interval)
+        max_age = _value(f"{name}_age{i}" if name else None, floor_age(h, minimum), Interval)
         branches.append(and_(R.c.type == type_name, R.c.updated_at >= evaluated_at(at) - max_age,
                              effective_expr({type_name: h}, at=at) >= floor))
     lower: str | None = None
@@ -115,8 +127,14 @@ def min_confidence_params(half_lives: Mapping[str, float], minimum: float, name:
         return {}
     params: dict[str, Any] = {f"{name}_min": minimum}
     for i, type_name in enumerate(sorted(half_lives)):
-        params[f"{name}_age{i}"] = timedelta(days=half_lives[type_name] * math.log2(1.0 / minimum))
+        params[f"{name}_age{i}"] = floor_age(half_lives[type_name], minimum)
     return params
+
+
+def floor_age(half_life_days: float, minimum: float) -> timedelta:
+    """The age past which a confidence of at most 1 has decayed below `minimum`: H * log2(1/m), at most
+    MAX_FLOOR_AGE (timedelta itself ends at 999,999,999 days)."""
+    return timedelta(days=min(half_life_days * math.log2(1.0 / minimum), MAX_FLOOR_AGE.days))
 
 
 # ---------------------------------------------------------------- what a scope reads
