@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import unquote
@@ -12,6 +13,7 @@ from backend.domains.agents import schema_regex
 from backend.errors import ValidationFailed
 
 PARAM = "working_state_schema"
+_INDEX = re.compile(r"[0-9]{1,9}")  # a JSON pointer's array index
 # Values of these keywords are data, not schemas: a `$ref` inside them is not a reference.
 _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 
@@ -112,11 +114,20 @@ def _resolves(root: dict[str, Any], ref: str, anchors: set[Any]) -> bool:
         token = raw.replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and token in node:
             node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
+        elif isinstance(node, list) and (i := _list_index(token, node)) is not None:
+            node = node[i]
         else:
             return False
     return True
+
+
+def _list_index(token: str, node: list[Any]) -> int | None:
+    """A pointer token as an index into `node`, or None: ASCII digits only (str.isdigit() admits "²", which int()
+    refuses, and int() refuses more than 4,300 digits)."""
+    if not _INDEX.fullmatch(token):
+        return None
+    index = int(token)
+    return index if index < len(node) else None
 
 
 # ---------------------------------------------------------------- reference cycles
@@ -256,9 +267,9 @@ def _target(root: dict[str, Any], ref: Any, anchors: dict[str, Where]) -> Where 
         if isinstance(node, dict) and token in node:
             where.append(token)
             node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            where.append(int(token))
-            node = node[int(token)]
+        elif isinstance(node, list) and (i := _list_index(token, node)) is not None:
+            where.append(i)
+            node = node[i]
         else:
             return None
     return tuple(where)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from backend.errors import BadRequest, Conflict, ValidationFailed
 
 EMPTY_SIZE = 2  # `{}`
+# A version as If-Match carries it: ASCII digits, no more than a bigint holds.
+VERSION = re.compile(r"[0-9]{1,18}")
 
 
 def document(row: dict[str, Any] | None) -> dict[str, Any]:
@@ -42,7 +45,7 @@ def parse_if_match(value: str | None) -> int | None:
     if raw.startswith("W/"):
         raw = raw[2:]
     raw = raw.strip('"')
-    if not raw.isdigit():
+    if not VERSION.fullmatch(raw):  # str.isdigit() admits "²", and int() refuses more than 4,300 digits
         raise BadRequest("`If-Match` takes the version read from GET /threads/{id}/state, such as `3`.",
                          param="If-Match", code="invalid_if_match")
     return int(raw)
