@@ -56,10 +56,8 @@ _ANSWER = {"type": "object", "required": ["jsonrpc", "id"], "description": "A JS
                           "result": {"type": "object"}, "error": {"type": "object", "required": ["code", "message"]}}}
 
 
-def _answers(description: str, *schemas: dict[str, Any], plain: bool = False) -> dict[str, Any]:
+def _answers(description: str, *schemas: dict[str, Any]) -> dict[str, Any]:
     content = {"application/json": {"schema": schemas[0] if len(schemas) == 1 else {"oneOf": list(schemas)}}}
-    if plain:
-        content["text/plain"] = {"schema": {"type": "string"}}
     return {"description": description, "content": content}
 
 
@@ -74,10 +72,11 @@ MCP_POST = {
     "responses": {
         "200": _answers("The answer to a request", _ANSWER),
         "202": {"description": "A notification or response accepted; no body"},
-        "400": _answers("Not a JSON-RPC message (a JSON-RPC error), a bad `X-Core-Subject`, or a body not sent as "
-                        "`application/json` (plain text)", _ANSWER, ERROR_REF, plain=True),
+        "400": _answers("Not a JSON-RPC message, or a request whose `id` is neither a string nor an integer (a "
+                        "JSON-RPC error), or a bad `X-Core-Subject`", _ANSWER, ERROR_REF),
         "406": _answers("`Accept` names neither `application/json` nor `*/*`", _ANSWER),
-        "413": _answers(WRITE_RESPONSES["413"] + " (plain text)", ERROR_REF, plain=True),
+        "413": _answers(WRITE_RESPONSES["413"], ERROR_REF),
+        "415": _answers("The body is not sent as `Content-Type: application/json`", ERROR_REF),
         **{status: _answers(ERROR_RESPONSES[status], ERROR_REF) for status in ("401", "429")}}}
 
 

@@ -4,6 +4,7 @@ per store it reaches. Everything runs in the caller's request context through th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,7 +16,7 @@ from backend.domains.indexes import repository as indexes_repo
 from backend.domains.injection.own_block import read_block
 from backend.domains.memory.rules import memory_scope, reject_nul
 from backend.domains.tools import service as memory_tools
-from backend.errors import NotFound
+from backend.errors import BadRequest, NotFound
 from backend.mcp.thread_tools import BY_NAME, THREAD_TOOLS
 from backend.params import Page
 
@@ -46,10 +47,25 @@ async def call_tool(ctx: RequestContext, name: str, arguments: Mapping[str, Any]
     """The text the caller reads: the REST answer's body (the memory tools' output, as in a turn)."""
     reject_nul(name, "name")
     reject_nul(dict(arguments), "arguments")
+    reject_non_finite(dict(arguments), "arguments")
     tool = BY_NAME.get(name)
     if tool is not None:
         return await tool.call(ctx, arguments)
     return await memory_tools.call(ctx, name, dict(arguments), None)
+
+
+def reject_non_finite(value: Any, param: str) -> None:
+    """The SDK's JSON reader takes `NaN`, `Infinity` and `1e999`, which JSON has no number for: REST refuses them as
+    an unreadable body, and stored they would turn into null. Refused here the same way, naming where."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise BadRequest(f"`{param}` is {value!r}, which is no JSON number; send a finite number.", param=param,
+                         code="malformed_body")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            reject_non_finite(item, f"{param}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            reject_non_finite(item, f"{param}[{i}]")
 
 
 # ---------------------------------------------------------------- resources

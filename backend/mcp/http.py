@@ -21,6 +21,7 @@ from backend.config import Settings
 from backend.errors import ApiError
 from backend.http import limit_rate
 from backend.mcp.credential import Credential
+from backend.mcp.messages import invalid_request, read_body, refuse_other_media, send_json_rpc_error
 from backend.mcp.server import Runtime, build_server
 
 PATH = "/mcp"
@@ -41,9 +42,15 @@ class McpEndpoint:
                                status=405, code="method_not_allowed", headers={"Allow": "POST"})
             # Resolves the credential (401/400 as PLT-14 bodies through the application's handlers) and spends one
             # of the key's tokens for the message (429): the tool calls inside it are not counted again.
-            async with runtime.context(Credential.of_headers(Headers.from_scope(scope))) as ctx:
+            headers = Headers.from_scope(scope)
+            async with runtime.context(Credential.of_headers(headers)) as ctx:
                 limit_rate(runtime.state, ctx)  # type: ignore[arg-type]
-            await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
+            refuse_other_media(headers)
+            body, replay = await read_body(receive, settings.max_body_bytes)
+            if (refusal := invalid_request(body)) is not None:
+                await send_json_rpc_error(send, refusal)
+                return
+            await manager.handle_request(scope, replay, send)  # type: ignore[arg-type]
 
         self.handler: ASGIRouteHandler = asgi(PATH, copy_scope=True, name="mcp")(mcp_endpoint)
 

@@ -120,6 +120,8 @@ class ThreadTool:
         if param is None or param.startswith("arguments"):
             return param
         head = re.split(r"[.\[]", param, maxsplit=1)[0]
+        if head not in self.renamed and head not in self.schema.get("properties", {}):
+            return param  # a header (`X-Core-Subject`, `X-Core-Org`): sent over MCP as to the route
         return f"arguments.{self.renamed.get(head, head)}{param[len(head):]}"
 
 
