@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pydantic_core
 from litestar.datastructures import Headers
 from litestar.types import HTTPResponseBodyEvent, HTTPResponseStartEvent, Receive, ReceiveMessage, Send
 
@@ -55,8 +56,8 @@ async def read_body(receive: Receive, limit: int) -> tuple[bytes, Receive]:
 def invalid_request(body: bytes) -> str | None:
     """Why a request's `id` is no JSON-RPC id the SDK answers (a string or an integer), or None. A body that is not
     JSON, or not one message, is left to the SDK, which answers it."""
-    try:
-        message = json.loads(body)
+    try:  # the SDK's own reader: it refuses deep nesting with a ValueError, where json.loads recurses until it fails
+        message = pydantic_core.from_json(body)
     except ValueError:
         return None
     if not isinstance(message, dict) or "method" not in message or "id" not in message:

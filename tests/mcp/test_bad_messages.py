@@ -234,6 +234,9 @@ def test_plt_14_malformed_json_rpc_over_http_gets_json_rpc_errors_never_a_500(se
     api, anna = setup.api, {**HEADERS, **setup.anna()}
     unreadable = api.post("/mcp", content=b"{not json", headers=anna)
     assert unreadable.status_code == 400 and unreadable.json()["error"]["code"] == -32700
+    deep = api.post("/mcp", content=b'{"jsonrpc": "2.0", "id": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+                    headers=anna)  # nesting no JSON reader should recurse through
+    assert deep.status_code == 400 and deep.json()["error"]["code"] in (-32700, -32600), deep.text[:300]
     batch = api.post("/mcp", json=[INITIALIZE, INITIALIZE], headers=anna)
     assert batch.status_code == 400 and batch.json()["error"]["code"] < 0
     unknown = api.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/nope"}, headers=anna)
