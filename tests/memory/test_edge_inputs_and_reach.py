@@ -191,3 +191,12 @@ def test_inj_9_a_preview_centuries_ahead_ranks_an_old_episode_without_failing(me
                           json={"subject": {"id": "anna"}, "at": "2400-01-01T00:00:00Z"})
     _no_500(preview, "INJ-9/PLT-14", "a preview at 2400-01-01 with an episode of 2026")
     assert preview.status_code == 200 and "Planned the move" in preview.json()["block"], preview.text
+
+
+def test_plt_14_a_tool_argument_far_too_long_is_quoted_by_its_start_in_the_error(mem: Mem, client: Any) -> None:
+    """The tool's schema refuses a 200,000-character query; the error names the argument and what is wrong with it,
+    quoting the value's start and length rather than the whole of it (jsonschema quotes all 200 KB)."""
+    response = client.post(mem.tool("search"), json={"arguments": {"query": "bee " * 50_000}}, headers=mem.anna())
+    body = assert_error(response, 422, None, "arguments.query")
+    assert "is too long" in body["message"] and "200,002 characters" in body["message"], body["message"][:300]
+    assert len(body["message"]) < 400, f"the message quotes {len(body['message']):,} characters"

@@ -25,6 +25,7 @@ SEARCH = "search"
 WRITE = "write"
 SEARCH_LIMIT = 10
 SEARCH_MAX = 50
+QUOTED_CHARS = 80  # how much of a refused argument an error message quotes
 TYPE_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
 # A statement of a tool's transaction that its caller may run after answering (`run_write`'s `insert_later`).
 LaterStep = Callable[[], Awaitable[object]]
@@ -125,8 +126,18 @@ def check_arguments(schema: dict[str, Any], arguments: Mapping[str, Any]) -> Non
         validator = _validators[key] = Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
     if errors:
-        raise ValidationFailed(f"Tool arguments do not match the tool's schema: {errors[0].message}",
+        raise ValidationFailed(f"Tool arguments do not match the tool's schema: {_quoted_short(errors[0])}",
                                param=_param(errors[0]))
+
+
+def _quoted_short(error: SchemaError) -> str:
+    """jsonschema's message quotes the whole value (`'…' is too long`): a 200 KB query made a 200 KB error. A long
+    value is quoted by its start and its length; the message keeps what it says of it."""
+    message = str(error.message)
+    whole = repr(error.instance)
+    if len(whole) <= QUOTED_CHARS or whole not in message:
+        return message if len(message) <= 4 * QUOTED_CHARS else message[:4 * QUOTED_CHARS] + "…"
+    return message.replace(whole, f"{whole[:QUOTED_CHARS]}… ({len(whole):,} characters)")
 
 
 def _instant(value: Any, param: str) -> datetime | None:
