@@ -28,6 +28,7 @@ from backend.db.tenant import use_org
 from backend.domains.audit import service as audit
 from backend.errors import (
     NUL_MESSAGE,
+    SURROGATE_MESSAGE,
     ApiError,
     CapabilityMissing,
     DatabaseUnavailable,
@@ -303,7 +304,7 @@ def _an_id_taken_by_a_name(request: Request[Any, Any, Any]) -> bool:
 def _is_nul_refusal(exc: Exception) -> bool:
     """PostgreSQL stores no U+0000 in text or jsonb; psycopg or the server refuses it when a statement runs."""
     if isinstance(exc, psycopg.DataError):  # statements run on the driver's connection (db/prepared.py)
-        return "NUL (0x00)" in str(exc)
+        return "NUL (0x00)" in str(exc) or "\\u0000" in str(exc)  # text, or jsonb's "\u0000 cannot be converted"
     orig = getattr(exc, "orig", None) or exc.__cause__
     message = str(orig) if orig is not None else ""
     return isinstance(exc, DBAPIError) and ("NUL (0x00)" in message or "\\u0000" in message)
@@ -370,6 +371,8 @@ def handle_internal(_: Request, exc: Exception) -> Response[Any]:
                               headers=unavailable.headers)
     if _is_nul_refusal(exc):
         return error_response(422, "validation_failed", NUL_MESSAGE, None)
+    if any(isinstance(e, UnicodeEncodeError) and "surrogate" in str(e) for e in _causes(exc)):
+        return error_response(422, "validation_failed", SURROGATE_MESSAGE, None)
     if isinstance(exc, InstantOutOfRange):  # a Struct a route made itself, not one msgspec decoded
         return error_response(422, "validation_failed", f"{exc}.", exc.field)
     if isinstance(exc, RecursionError) and "deserializing" in str(exc):  # msgspec's JSON decoder, on the body

@@ -157,6 +157,18 @@ def encode_cursor(value: Any) -> str:
     return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode().rstrip("=")
 
 
+def _encodable(value: Any) -> bool:
+    """Whether every text in a decoded cursor can go to the database: JSON's `\\ud800` decodes to a lone surrogate,
+    which has no UTF-8 form (the driver would fail the statement), and PostgreSQL holds no NUL."""
+    if isinstance(value, str):
+        return "\x00" not in value and not any("\ud800" <= c <= "\udfff" for c in value)
+    if isinstance(value, list):
+        return all(_encodable(item) for item in value)
+    if isinstance(value, dict):
+        return all(_encodable(k) and _encodable(v) for k, v in value.items())
+    return True
+
+
 def _invalid_cursor() -> BadRequest:
     return BadRequest("This cursor is not one the API handed out.", param="cursor", code="invalid_cursor")
 
@@ -180,8 +192,10 @@ class Page:
         try:
             padded = self._cursor + "=" * (-len(self._cursor) % 4)
             value = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):  # RecursionError: brackets nested past the decoder's depth
             raise _invalid_cursor() from None
+        if not _encodable(value):
+            raise _invalid_cursor()
         if kinds and not isinstance(value, kinds):
             raise _invalid_cursor()
         if isinstance(value, bool) and bool not in kinds:  # JSON `true` is an int to Python

@@ -7,6 +7,7 @@ import hmac
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -42,6 +43,22 @@ def hashed_fields(row: Any) -> dict[str, Any]:
     }
 
 
+def as_stored(value: Any) -> Any:
+    """A detail as jsonb hands it back, so that the hash written is the hash verified: jsonb keeps numbers as
+    `numeric`, so a float Python writes with a positive exponent (`1e+20`, a half-life of 1e20 days) reads back as
+    the integer it spells, and -0.0 as 0.0."""
+    if isinstance(value, float):
+        if value == 0:
+            return 0.0
+        spelled = repr(value)
+        return int(Decimal(spelled)) if "e+" in spelled else value
+    if isinstance(value, list):
+        return [as_stored(item) for item in value]
+    if isinstance(value, dict):
+        return {key: as_stored(item) for key, item in value.items()}
+    return value
+
+
 async def record(
     db: AsyncSession,
     *,
@@ -62,7 +79,7 @@ async def record(
         "org_id": org_id, "seq": seq, "id": new_id("evt"), "at": datetime.now(UTC),
         "actor_type": actor.type, "actor_id": actor.id, "subject_hash": subject_hash(secret, org_id, subject_id),
         "action": action, "object_type": object_type, "object_id": object_id, "outcome": outcome,
-        "detail": json.loads(json.dumps(detail or {}, default=str)),
+        "detail": as_stored(json.loads(json.dumps(detail or {}, default=str))),
     }
     row["prev_hash"] = prev
     row["hash"] = chain_hash(prev, hashed_fields(row))

@@ -88,14 +88,21 @@ def check_capabilities(requested: list[str], granter: Principal | None) -> list[
     return caps
 
 
-async def _check_injection_index(db: AsyncSession, org_id: str, memory: KeyMemoryConfig | None) -> None:
+async def _check_injection_index(db: AsyncSession, org_id: str, memory: KeyMemoryConfig | None,
+                                 granter: Principal | None) -> None:
+    """The block's store exists and, for a granting key limited to some indexes, is among them; an index beyond its
+    reach is answered as one that does not exist, so the answer tells such a key nothing it may not see (PLT-10)."""
     if memory is None or memory.injection is None:
         return
     require_store(memory.injection, "memory.injection")
-    if memory.injection.index_id is not None and not await indexes_repo.exists(
-            db, org_id, memory.injection.index_id):
-        raise ValidationFailed(f"{memory.injection.index_id!r} is not an index of this organisation.",
-                               param="memory.injection.index_id", code="index_not_found")
+    index_id = memory.injection.index_id
+    if index_id is None:
+        return
+    reach = None if granter is None or granter.key is None else parse_policy(granter.key["policy"], "policy").indexes
+    if (reach is not None and index_id not in reach) or not await indexes_repo.exists(db, org_id, index_id):
+        where = "of this organisation" if reach is None else "this key reaches"
+        raise ValidationFailed(f"{index_id!r} is not an index {where}.", param="memory.injection.index_id",
+                               code="index_not_found")
 
 
 def _privacy(privacy: KeyPrivacy | None) -> dict[str, Any] | None:
@@ -145,7 +152,7 @@ async def insert_new_key(db: AsyncSession, org_id: str, body: KeyCreate, actor: 
     caps = check_capabilities(list(body.capabilities), granter)
     policy = body.policy if body.policy is not None else default_policy()
     check_grant(policy, granter)
-    await _check_injection_index(db, org_id, body.memory)
+    await _check_injection_index(db, org_id, body.memory, granter)
     if body.expires_at is not None and body.expires_at <= datetime.now(UTC):
         raise ValidationFailed("`expires_at` is in the past.", param="expires_at")
     key_secret = credentials.new_key_secret()
@@ -199,7 +206,7 @@ async def patch_key(ctx: RequestContext, org_id: str, key_id: str, body: KeyPatc
     if body.capabilities is not msgspec.UNSET:
         values["capabilities"] = check_capabilities(list(body.capabilities), ctx.principal)
     if body.memory is not msgspec.UNSET:
-        await _check_injection_index(ctx.db, org_id, body.memory)
+        await _check_injection_index(ctx.db, org_id, body.memory, ctx.principal)
         values["memory"] = _memory_config(body.memory)
     if body.policy is not msgspec.UNSET:
         check_grant(body.policy, ctx.principal)
