@@ -9,8 +9,8 @@ from typing import Annotated, Any, get_args, get_origin
 import msgspec
 from msgspec import UNSET, UnsetType
 
-__all__ = ("UNSET", "ErrorBody", "Instant", "InstantOutOfRange", "JSONObject", "Model", "Pair", "UnsetType",
-           "check_instants", "has_utc_time")
+__all__ = ("MAX_FILTERS", "UNSET", "ErrorBody", "Instant", "InstantOutOfRange", "JSONObject", "Model", "Pair",
+           "UnsetType", "check_instants", "has_utc_time")
 
 
 # An input instant must carry its offset (PLT-15); msgspec refuses naive ones with a validation error, and
@@ -88,6 +88,8 @@ class Model(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 # A repeatable `name:value` query filter (`metadata=team:red`); the value may itself hold colons.
 Pair = Annotated[str, msgspec.Meta(min_length=2, max_length=1100, description="`name:value`")]
+# How often one filter may repeat: each is a clause of the statement, and a thousand made planning take seconds.
+MAX_FILTERS = 64
 
 
 class ErrorBody(Model):

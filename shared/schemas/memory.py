@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from shared.schemas.common import UNSET, Instant, JSONObject, Model, Pair, UnsetType
+from shared.schemas.common import MAX_FILTERS, UNSET, Instant, JSONObject, Model, Pair, UnsetType
 
 MAX_TEXT = 8000
 MAX_TAGS = 20
@@ -36,9 +36,12 @@ class MemoryQuery(Model):
     subject: Annotated[str, msgspec.Meta(description="One person's records; for requests naming nobody and "
                                                      "administrators")] | None = None
     shared: Annotated[bool, msgspec.Meta(description="Only shared records (nobody's)")] = False
-    metadata: Annotated[list[Pair], msgspec.Meta(description="`name:value`, repeatable; all must match")] = []
-    label: Annotated[list[Pair], msgspec.Meta(description="`name:value`, repeatable; all must match")] = []
-    tag: Annotated[list[Tag], msgspec.Meta(description="Repeatable, case-insensitive; all must match")] = []
+    metadata: Annotated[list[Pair], msgspec.Meta(max_length=MAX_FILTERS,
+                                                 description="`name:value`, repeatable; all must match")] = []
+    label: Annotated[list[Pair], msgspec.Meta(max_length=MAX_FILTERS,
+                                              description="`name:value`, repeatable; all must match")] = []
+    tag: Annotated[list[Tag], msgspec.Meta(max_length=MAX_FILTERS,
+                                           description="Repeatable, case-insensitive; all must match")] = []
     min_confidence: Annotated[Confidence, msgspec.Meta(description="Compared with the effective value")] | None = None
     after: Annotated[Instant, msgspec.Meta(description="Created at or after")] | None = None
     before: Annotated[Instant, msgspec.Meta(description="Created before")] | None = None

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from shared.schemas.common import UNSET, Instant, JSONObject, Model, Pair, UnsetType
+from shared.schemas.common import MAX_FILTERS, UNSET, Instant, JSONObject, Model, Pair, UnsetType
 
 Role = Literal["user", "assistant", "developer"]
 LabelValue = str | list[str]
@@ -215,8 +215,10 @@ class ThreadStats(Model):
 class ThreadQuery(Model):
     """The filters of `GET /threads` and `GET /threads/stats`."""
 
-    metadata: Annotated[list[Pair], msgspec.Meta(description="`key:value`, repeatable; all must match")] = []
-    label: Annotated[list[Pair], msgspec.Meta(description="`name:value`, repeatable")] = []
+    metadata: Annotated[list[Pair], msgspec.Meta(max_length=MAX_FILTERS,
+                                                 description="`key:value`, repeatable; all must match")] = []
+    label: Annotated[list[Pair], msgspec.Meta(max_length=MAX_FILTERS,
+                                              description="`name:value`, repeatable")] = []
     subject: Annotated[str, msgspec.Meta(description="Owner filter for requests naming nobody; empty for shared "
                                                      "threads")] | None = None
 
@@ -226,12 +228,14 @@ class ItemSearchQuery(Model):
 
     q: Annotated[str, msgspec.Meta(max_length=1000, description='Words, "a phrase", `or`, `-word`')] | None = None
     thread_id: str | None = None
-    thread_metadata: Annotated[list[Pair], msgspec.Meta(description="`key:value`, repeatable")] = []
+    thread_metadata: Annotated[list[Pair], msgspec.Meta(max_length=MAX_FILTERS,
+                                                        description="`key:value`, repeatable")] = []
     role: Role | None = None
     from_: Annotated[Instant, msgspec.Meta(description="At or after")] | None = msgspec.field(default=None,
                                                                                                name="from")
     to: Annotated[Instant, msgspec.Meta(description="Before")] | None = None
-    metadata: Annotated[list[Pair], msgspec.Meta(description="Note filter `key:value`, repeatable")] = []
+    metadata: Annotated[list[Pair], msgspec.Meta(max_length=MAX_FILTERS,
+                                                 description="Note filter `key:value`, repeatable")] = []
     metadata_by: Annotated[str, msgspec.Meta(description="Whose notes (a person's id)")] | None = None
 
 

@@ -200,3 +200,21 @@ def test_plt_14_a_tool_argument_far_too_long_is_quoted_by_its_start_in_the_error
     body = assert_error(response, 422, None, "arguments.query")
     assert "is too long" in body["message"] and "200,002 characters" in body["message"], body["message"][:300]
     assert len(body["message"]) < 400, f"the message quotes {len(body['message']):,} characters"
+
+
+def test_plt_14_a_filter_repeated_past_its_limit_is_refused_naming_it(mem: Mem, client: Any) -> None:
+    """Each repeated filter is a clause of the statement (a thousand `label` filters took seconds to plan); at most
+    MAX_FILTERS of each, on the memory and the thread routes, and the limit itself is served."""
+    from shared.schemas.common import MAX_FILTERS
+
+    for path, name, value in (("/memory", "label", "team:v{}"), ("/memory", "metadata", "k{}:v"),
+                              ("/memory", "tag", "t{}"), ("/threads", "label", "team:v{}"),
+                              ("/thread-items", "thread_metadata", "k{}:v")):
+        for count, refused in ((MAX_FILTERS, False), (MAX_FILTERS + 1, True)):
+            params = [(name, value.format(i)) for i in range(count)] + ([("q", "bees")] if "items" in path else [])
+            response = client.get(path, params=params, headers=mem.org.admin)
+            if refused:
+                assert response.status_code in (400, 422) and response.json()["param"] == name, \
+                    (path, name, response.status_code, response.text[:300])
+            else:
+                assert response.status_code == 200, (path, name, count, response.text[:300])
