@@ -6,9 +6,9 @@ hide what the server answers."""
 from __future__ import annotations
 
 import json
-import select
+import queue
 import subprocess
-import time
+import threading
 from typing import Any
 
 import httpx
@@ -171,13 +171,16 @@ def test_plt_14_stdio_answers_a_line_that_is_not_json_with_a_parse_error(setup: 
         proc.stdin.write(line + "\n")
         proc.stdin.flush()
 
+    # A reader thread, not select(): a buffered readline() may take two answers off the pipe at once, and select()
+    # would then wait for the second in vain.
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []], daemon=True).start()
+
     def answer() -> dict[str, Any]:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if select.select([proc.stdout], [], [], 0.5)[0]:
-                return dict(json.loads(proc.stdout.readline()))
-        raise AssertionError("no answer from coremem mcp --stdio within 60 s")
+        try:
+            return dict(json.loads(lines.get(timeout=60)))
+        except queue.Empty:
+            raise AssertionError("no answer from coremem mcp --stdio within 60 s") from None
 
     try:
         send(json.dumps(INITIALIZE))
