@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import threading
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from backend.access.policy import default_policy, writer_policy
@@ -97,6 +98,37 @@ def test_plt_14_an_x_core_subject_attribute_holding_a_lone_surrogate_is_400(org:
     assert response.status_code == 400, (f"PLT-14: an X-Core-Subject attribute holding a lone surrogate answers "
                                          f"{response.status_code}, not 400 invalid_subject: {response.text[:200]}")
     assert_error(response, 400, "invalid_subject")
+
+
+
+def test_plt_4_a_management_key_gives_no_key_a_longer_life_or_less_privacy(org: Org, client: Any) -> None:
+    """A key gives no more than it has (PLT-4): a management key that expires in an hour and hides personal data
+    from its models made keys that never expired and showed the data (201); now each is 403 naming the field, and
+    a key within both limits is made and changed as before."""
+    soon = datetime.now(UTC) + timedelta(hours=1)
+    manager = bearer(org.make_key(["management", "knowledge", "memory"], expires_at=soon.isoformat(),
+                                  privacy={"pseudonymize": True})["secret"])
+    keys = f"/tenants/{org.org_id}/keys"
+    base = {"name": "child", "capabilities": ["knowledge"], "privacy": {"pseudonymize": True}}
+    later = (soon + timedelta(days=1)).isoformat()
+    for body, param, code in (({**base}, "expires_at", "expiry_not_grantable"),
+                              ({**base, "expires_at": later}, "expires_at", "expiry_not_grantable"),
+                              ({**base, "expires_at": soon.isoformat(), "privacy": None}, "privacy.pseudonymize",
+                               "privacy_not_grantable"),
+                              ({**base, "expires_at": soon.isoformat(), "privacy": {"pseudonymize": False}},
+                               "privacy.pseudonymize", "privacy_not_grantable")):
+        assert_error(client.post(keys, headers=manager, json=body), 403, code, param)
+    made = client.post(keys, headers=manager, json={**base, "expires_at": (soon - timedelta(minutes=5)).isoformat()})
+    assert made.status_code == 201, made.text
+    child = f"{keys}/{made.json()['id']}"
+    assert_error(client.patch(child, headers=manager, json={"expires_at": None}), 403, "expiry_not_grantable",
+                 "expires_at")
+    assert_error(client.patch(child, headers=manager, json={"privacy": {"pseudonymize": False}}), 403,
+                 "privacy_not_grantable", "privacy.pseudonymize")
+    renamed = client.patch(child, headers=manager, json={"name": "renamed"})
+    assert renamed.status_code == 200, renamed.text
+    # An administrator gives any.
+    assert client.patch(child, headers=org.admin, json={"expires_at": None}).status_code == 200
 
 
 # ---------------------------------------------------------------- the chain, refusals and subject tokens

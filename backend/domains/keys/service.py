@@ -140,6 +140,25 @@ def check_grant(policy: dict[str, Any], granter: Principal | None) -> None:
                         code="policy_not_grantable")
 
 
+def check_limits_kept(granter: Principal | None, *, expires_at: Any = msgspec.UNSET,
+                      privacy: Any = msgspec.UNSET) -> None:
+    """A key that holds `management` gives no key more time or less privacy than it has itself (PLT-4: no more than
+    it has): a key it makes or changes expires by its own expiry and hides personal data when it does. Only the
+    fields sent are checked (UNSET: not sent); administrators give any."""
+    own = None if granter is None or granter.is_admin else granter.key
+    if own is None:
+        return
+    limit = own.get("expires_at")
+    if expires_at is not msgspec.UNSET and limit is not None and (expires_at is None or expires_at > limit):
+        raise Forbidden(f"This key expires at {limit.isoformat()}, so a key it makes or changes must expire by then: "
+                        "set `expires_at` no later.", param="expires_at", code="expiry_not_grantable")
+    hides = bool((own.get("privacy") or {}).get("pseudonymize"))
+    if privacy is not msgspec.UNSET and hides and not (privacy is not None and privacy.pseudonymize):
+        raise Forbidden("This key hides personal data from its models, so every key it makes or changes must too: "
+                        "send `privacy.pseudonymize: true`.", param="privacy.pseudonymize",
+                        code="privacy_not_grantable")
+
+
 def check_may_change(principal: Principal, row: dict[str, Any]) -> None:
     """A management key changes, revokes and deletes only keys that keys made, never an administrator's."""
     if principal.kind == "key" and row["created_by_type"] != "key":
@@ -152,6 +171,7 @@ async def insert_new_key(db: AsyncSession, org_id: str, body: KeyCreate, actor: 
     caps = check_capabilities(list(body.capabilities), granter)
     policy = body.policy if body.policy is not None else default_policy()
     check_grant(policy, granter)
+    check_limits_kept(granter, expires_at=body.expires_at, privacy=body.privacy)
     await _check_injection_index(db, org_id, body.memory, granter)
     if body.expires_at is not None and body.expires_at <= datetime.now(UTC):
         raise ValidationFailed("`expires_at` is in the past.", param="expires_at")
@@ -211,6 +231,7 @@ async def patch_key(ctx: RequestContext, org_id: str, key_id: str, body: KeyPatc
     if body.policy is not msgspec.UNSET:
         check_grant(body.policy, ctx.principal)
         values["policy"] = body.policy
+    check_limits_kept(ctx.principal, expires_at=body.expires_at, privacy=body.privacy)
     if body.expires_at is not msgspec.UNSET:
         values["expires_at"] = body.expires_at
     if body.privacy is not msgspec.UNSET:
