@@ -94,8 +94,16 @@ def _client(spec: ModelSpec, options: CallOptions) -> Any:
     clients = _clients.setdefault(asyncio.get_running_loop(), {})
     client = clients.get(cache_key)
     if client is None:
-        client = clients[cache_key] = AsyncOpenAI(base_url=spec.base_url, api_key=key,
-                                                  timeout=options.timeout_seconds, max_retries=options.max_retries)
+        try:
+            client = AsyncOpenAI(base_url=spec.base_url, api_key=key, timeout=options.timeout_seconds,
+                                 max_retries=options.max_retries)
+        except Exception as exc:  # the constructor sends nothing: what fails is the stored URL (its HTTP client's
+            # InvalidURL, of whichever httpx the SDK ships with)
+            why = str(exc).rstrip(".")
+            raise ModelError("model_unavailable", f"The model {spec.id!r} cannot be called: its base_url "
+                             f"{spec.base_url!r} is not a usable URL ({why}). An administrator offers it again "
+                             "with POST /admin/models.") from exc
+        clients[cache_key] = client
     return client
 
 
@@ -150,23 +158,85 @@ async def _openai_compatible(spec: ModelSpec, messages: Sequence[Mapping[str, An
     return _parse(spec, completion)
 
 
+# The SDK builds its answer objects without checking them, so a server's 200 of any shape reaches `_parse`.
+# What is kept of an answer must fit where it goes: a thread item's words are indexed in a tsvector, which holds at
+# most 1 MiB of distinct words, and PostgreSQL's parser can nearly double a text (hyphenated words and links are
+# indexed whole and in parts); call ids and names are thread item fields of at most 256 characters; token counts
+# are integer columns.
+MAX_TEXT_BYTES = (1024 * 1024 - 1) // 2
+_MAX_NAME = 256
+_MAX_TOKENS = 2**31 - 1
+
+
+def _malformed(spec: ModelSpec, what: str, spent: Mapping[str, int] | None = None) -> ModelError:
+    return ModelError("invalid_model_output", f"The model server of {spec.id!r} sent a chat completion that cannot "
+                      f"be used: {what}.", **(spent or {}))
+
+
+def _tokens(spec: ModelSpec, usage: Any, name: str) -> int:
+    count = getattr(usage, name, None)
+    if count is None:
+        return 0
+    if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= _MAX_TOKENS:
+        raise _malformed(spec, f"`usage.{name}` is not a whole number from 0 to {_MAX_TOKENS}")
+    return count
+
+
+def _text(spec: ModelSpec, value: Any, where: str, spent: Mapping[str, int], *, max_chars: int | None = None,
+          max_bytes: int | None = None) -> str:
+    """`value` as text PostgreSQL can keep: no NUL, no lone surrogate, within the bounds given."""
+    if not isinstance(value, str):
+        raise _malformed(spec, f"`{where}` is not text", spent)
+    if "\x00" in value:
+        raise _malformed(spec, f"`{where}` holds the NUL character (U+0000)", spent)
+    try:
+        size = len(value.encode())
+    except UnicodeEncodeError:
+        raise _malformed(spec, f"`{where}` holds a lone surrogate, which is no character", spent) from None
+    if max_bytes is not None and size > max_bytes:
+        raise _malformed(spec, f"`{where}` is {size} bytes, more than the {max_bytes} a thread item keeps", spent)
+    if max_chars is not None and len(value) > max_chars:
+        raise _malformed(spec, f"`{where}` is longer than {max_chars} characters", spent)
+    return value
+
+
 def _parse(spec: ModelSpec, completion: Any) -> ChatAnswer:
+    from openai import BaseModel
+
     usage = getattr(completion, "usage", None)
-    spent = {"input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-             "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0)}
+    spent = {"input_tokens": _tokens(spec, usage, "prompt_tokens"),
+             "output_tokens": _tokens(spec, usage, "completion_tokens")}
     choices = getattr(completion, "choices", None)
+    if not isinstance(choices, list):
+        raise _malformed(spec, "`choices` is not a list", spent)
     if not choices:
         raise ModelError("invalid_model_output", f"The model {spec.id!r} answered without a choice.", **spent)
-    message = choices[0].message
+    message = getattr(choices[0], "message", None)
+    if not isinstance(message, BaseModel):  # the SDK makes an object of a JSON object only
+        raise _malformed(spec, "`choices[0].message` is not a message object", spent)
+    content = getattr(message, "content", None)
+    if content is not None:
+        content = _text(spec, content, "choices[0].message.content", spent, max_bytes=MAX_TEXT_BYTES)
+    tool_calls = getattr(message, "tool_calls", None) or []
+    if not isinstance(tool_calls, list):
+        raise _malformed(spec, "`choices[0].message.tool_calls` is not a list", spent)
     calls: list[ToolCall] = []
-    for call in message.tool_calls or []:
+    for i, call in enumerate(tool_calls):
+        where = f"choices[0].message.tool_calls[{i}]"
         function = getattr(call, "function", None)
-        if function is None or not function.name:
+        name = getattr(function, "name", None)
+        if not name:
             raise ModelError("invalid_model_output", f"The model {spec.id!r} sent a tool call without a name.",
                              **spent)
-        calls.append(ToolCall(call.id or f"call_{len(calls)}", function.name, function.arguments or "{}"))
-    if message.content is None and not calls:
+        name = _text(spec, name, f"{where}.function.name", spent, max_chars=_MAX_NAME)
+        call_id = getattr(call, "id", None)
+        call_id = _text(spec, call_id, f"{where}.id", spent, max_chars=_MAX_NAME) if call_id else f"call_{i}"
+        arguments = getattr(function, "arguments", None)
+        arguments = _text(spec, arguments, f"{where}.function.arguments", spent) if arguments else "{}"
+        calls.append(ToolCall(call_id, name, arguments))
+    if content is None and not calls:
         raise ModelError("invalid_model_output", f"The model {spec.id!r} answered neither text nor a tool call.",
                          **spent)
-    return ChatAnswer(message.content, calls, input_tokens=spent["input_tokens"], output_tokens=spent["output_tokens"],
-                      finish_reason=choices[0].finish_reason)
+    finish_reason = getattr(choices[0], "finish_reason", None)
+    return ChatAnswer(content, calls, input_tokens=spent["input_tokens"], output_tokens=spent["output_tokens"],
+                      finish_reason=finish_reason if isinstance(finish_reason, str) else None)

@@ -40,16 +40,32 @@ async def offered_spec(db: AsyncSession, org_id: str, model_id: str, param: str 
     return spec_of(row)
 
 
+def _check_base_url(base_url: str | None) -> None:
+    """An http(s) URL the model's HTTP client can use: a stored one it refuses would fail every turn naming it."""
+    if base_url is None:
+        raise ValidationFailed("An openai_compatible model needs `base_url`, the server's address such as "
+                               "http://127.0.0.1:11434/v1.", param="base_url")
+    if any(c.isspace() or not c.isprintable() for c in base_url):
+        raise ValidationFailed("`base_url` may not hold spaces, line breaks or other control characters; send the "
+                               "server's address such as http://127.0.0.1:11434/v1.", param="base_url")
+    try:
+        parsed = urlparse(base_url)
+        parsed.port  # noqa: B018 -- raises ValueError for a port that is no number from 0 to 65535
+    except ValueError as exc:
+        raise ValidationFailed(f"`base_url` is not a valid URL ({exc}); send the server's address such as "
+                               "http://127.0.0.1:11434/v1.", param="base_url") from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValidationFailed("`base_url` must be an http:// or https:// address with a host, such as "
+                               "http://127.0.0.1:11434/v1.", param="base_url")
+
+
 def checked(body: ModelCreate) -> dict[str, Any]:
     """The row to store: an `openai_compatible` model needs an http(s) base URL; a `replay` model names a
     recording shipped with the project (its `model`, default the id)."""
     model = body.model or body.id
     base_url = body.base_url
     if body.provider == "openai_compatible":
-        parsed = urlparse(base_url or "")
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValidationFailed("An openai_compatible model needs `base_url`, the server's address such as "
-                                   "http://127.0.0.1:11434/v1.", param="base_url")
+        _check_base_url(base_url)
     else:
         if not replay.exists(model):
             raise ValidationFailed(f"A replay model answers from a recording shipped with coremem; {model!r} is not "

@@ -21,7 +21,7 @@ def _hide_content(pz: Pseudonymizer, content: Any) -> Any:
 def _hide_arguments(pz: Pseudonymizer, arguments: str) -> str:
     try:
         return json.dumps(pz.hide_json(json.loads(arguments)), ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the reader's depth: hidden as text
         return pz.hide(arguments)
 
 
@@ -53,5 +53,5 @@ async def hide_texts_aside(pz: Pseudonymizer, texts: list[str]) -> list[str]:
 def restore_arguments(pz: Pseudonymizer, arguments: str) -> str:
     try:
         return json.dumps(pz.restore_json(json.loads(arguments)), ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # as _hide_arguments
         return pz.restore(arguments)

@@ -19,11 +19,16 @@ def _text(blocks: Any) -> str:
     return "\n".join(str(b.get("text", "")) for b in blocks or [] if isinstance(b, dict) and b.get("type") == "text")
 
 
-def _image(block: dict[str, Any]) -> dict[str, Any]:
-    source = block.get("source") or {}
-    if source.get("type") == "url":
-        return {"type": "input_image", "image_url": source.get("url")}
-    return {"type": "input_image", "image_url": f"data:{source.get('media_type')};base64,{source.get('data')}"}
+def _image(block: dict[str, Any], param: str) -> dict[str, Any]:
+    source = block.get("source")
+    if isinstance(source, dict):
+        if source.get("type") == "url" and isinstance(source.get("url"), str):
+            return {"type": "input_image", "image_url": source["url"]}
+        media_type, data = source.get("media_type"), source.get("data")
+        if source.get("type") == "base64" and isinstance(media_type, str) and isinstance(data, str):
+            return {"type": "input_image", "image_url": f"data:{media_type};base64,{data}"}
+    raise ValidationFailed('An image block\'s `source` is an object: {"type": "base64", "media_type": …, "data": …} '
+                           'or {"type": "url", "url": …}.', param=param)
 
 
 def _items(index: int, message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -47,11 +52,14 @@ def _items(index: int, message: dict[str, Any]) -> list[dict[str, Any]]:
             kind = "output_text" if role == "assistant" else "input_text"
             parts.append({"type": kind, "text": block.get("text", "")})
         elif kind == "image" and role == "user":
-            parts.append(_image(block))
+            parts.append(_image(block, f"messages[{index}].content[{j}]"))
         elif kind == "tool_use" and role == "assistant":
             items.append({"type": "function_call", "call_id": block.get("id"), "name": block.get("name"),
                           "arguments": json.dumps(block.get("input") or {}, ensure_ascii=False)})
         elif kind == "tool_result" and role == "user":
+            if not isinstance(block.get("content"), str | list | None):
+                raise ValidationFailed("A tool_result block's `content` is text or a list of blocks.",
+                                       param=f"messages[{index}].content[{j}]")
             output = _text(block.get("content"))
             items.append({"type": "function_call_output", "call_id": block.get("tool_use_id"),
                           "output": "" if block.get("is_error") else output,
@@ -143,9 +151,11 @@ def answer(doc: dict[str, Any], functions: set[str]) -> dict[str, Any]:
 
 def _arguments(text: str | None) -> Any:
     try:
-        return json.loads(text or "{}")
-    except ValueError:
-        return {"_unparsed_arguments": text}  # what the model wrote was not JSON; the caller still sees it
+        parsed = json.loads(text or "{}")
+    except (ValueError, RecursionError):  # nested past the parser's depth: not JSON it can read either
+        parsed = None
+    # A `tool_use` block's input is an object; what the model wrote otherwise still reaches the caller.
+    return parsed if isinstance(parsed, dict) else {"_unparsed_arguments": text}
 
 
 def client_functions(turn: ResponseCreate) -> set[str]:

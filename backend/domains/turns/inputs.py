@@ -9,7 +9,7 @@ import msgspec
 
 from backend.access.context import RequestContext
 from backend.domains.indexes import service as indexes
-from backend.domains.memory.rules import memory_scope
+from backend.domains.memory.rules import memory_scope, reject_nul
 from backend.domains.threads import repository as threads_repo
 from backend.domains.tools import memory_tools as mt
 from backend.domains.tools import service as tools
@@ -76,9 +76,12 @@ def refuse_unsupported(body: ResponseCreate) -> None:
 def input_items(raw: str | list[dict[str, Any]]) -> list[ItemIn]:
     """Text is one user message; items in the OpenAI shorthand (`{"role", "content"}`) are messages, and a
     `system` message is a `developer` one."""
+    # NUL is refused here, before the model is asked: a keyed turn keeps its input only when it ends (THR-4), and
+    # PostgreSQL, which refuses it then, would leave a failed response that the key replays.
     if isinstance(raw, str):
         if not raw:
             raise ValidationFailed("`input` is empty: send the user's message.", param="input")
+        reject_nul(raw, "input")
         return [MessageIn(role="user", content=raw)]
     if not raw:
         raise ValidationFailed("`input` is empty: send at least one item.", param="input")
@@ -94,6 +97,7 @@ def input_items(raw: str | list[dict[str, Any]]) -> list[ItemIn]:
         except msgspec.ValidationError as exc:
             text, path, _ = msgspec_error_parts(str(exc))
             raise ValidationFailed(f"Input item {i} is not valid: {text}", param=f"input[{i}]{path or ''}") from None
+        reject_nul(entry, f"input[{i}]")
         if isinstance(item, MessageIn) and isinstance(item.content, list) and any(
                 isinstance(p, InputAudio) for p in item.content):
             raise ValidationFailed("Audio input needs an audio-capable model, and none is configured; send the "

@@ -158,7 +158,7 @@ async def _run_platform_tool(turn: Turn, call: ToolCall, call_item_id: str) -> t
         arguments = json.loads(call.arguments or "{}")
         if not isinstance(arguments, dict):
             raise ValueError
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         output, error = "", "The arguments are not a JSON object."
     else:
         output, error = await _dispatch(turn, call, arguments, call_item_id)

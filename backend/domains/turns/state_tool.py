@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from backend.access.context import RequestContext
+from backend.domains.memory.rules import reject_nul
 from backend.domains.threads import repository as threads_repo
 from backend.domains.threads import state as state_mod
 from backend.domains.turns.deleted import thread_deleted
-from backend.errors import ApiError, ValidationFailed
+from backend.errors import NUL_MESSAGE, ApiError, ValidationFailed
 
 if TYPE_CHECKING:
     from backend.domains.turns.turn import AgentTurn
@@ -51,11 +52,21 @@ async def call(ctx: RequestContext, thread_id: str, pending: PendingState | None
         return pending, "", "The tool takes one argument, `patch`: a JSON object (a JSON merge patch)."
     if pending is None:  # a turn that read no state for the model: the base is the state now
         pending = shown(await threads_repo.get_state(ctx.db, ctx.org_id, thread_id))
-    merged = state_mod.merge_patch(pending.state, patch)
+    # What PostgreSQL cannot store is refused now, as the model's mistake it can mend: found only by the write when
+    # the turn ends, it would fail the turn as the client's bad input.
     try:
+        reject_nul(patch, "patch")
+        merged = state_mod.merge_patch(pending.state, patch)
         size = state_mod.check_state(merged, ctx.settings.working_state_max_bytes, schema)
     except ApiError as refused:
+        if refused.message == NUL_MESSAGE:
+            return pending, "", f"{refused.message} It is at `{refused.param}`; the patch was not applied."
         return pending, "", refused.message
+    except UnicodeEncodeError:
+        return pending, "", ("The patch holds a lone surrogate (U+D800–U+DFFF, `\\ud800` without its pair), which is "
+                             "no character; the patch was not applied.")
+    except RecursionError:
+        return pending, "", "The patch is nested too deeply; the patch was not applied."
     pending = PendingState(pending.base_version, merged, size, patched=True)
     return pending, json.dumps({"version": pending.base_version + 1, "size": size}), None
 
