@@ -8,6 +8,14 @@ from typing import Any
 NUL_MESSAGE = "Text may not contain the NUL character (U+0000)."
 SURROGATE_MESSAGE = ("Text may not contain a lone surrogate (U+D800–U+DFFF, sent in JSON as `\\ud800` without its "
                      "pair): it is no character and has no UTF-8 form.")
+
+
+def storable(text: str) -> bool:
+    """Whether PostgreSQL can hold `text`: it holds no NUL, and a lone surrogate (what JSON's `\\ud800` decodes to
+    without its pair) has no UTF-8 form."""
+    return "\x00" not in text and not any("\ud800" <= c <= "\udfff" for c in text)
+
+
 THREADS_MISSING_MESSAGE = (
     "This key does not hold the `threads` capability, so no response or thread was kept for it to continue "
     "or read back. Send the whole conversation in the request, or use a key that holds `threads`."

@@ -24,7 +24,7 @@ import msgspec
 from litestar import Request
 from litestar.params import Parameter
 
-from backend.errors import BadRequest, ValidationFailed, msgspec_error_parts
+from backend.errors import BadRequest, ValidationFailed, msgspec_error_parts, storable
 
 S = TypeVar("S", bound=msgspec.Struct)
 Row = TypeVar("Row")
@@ -161,7 +161,7 @@ def _encodable(value: Any) -> bool:
     """Whether every text in a decoded cursor can go to the database: JSON's `\\ud800` decodes to a lone surrogate,
     which has no UTF-8 form (the driver would fail the statement), and PostgreSQL holds no NUL."""
     if isinstance(value, str):
-        return "\x00" not in value and not any("\ud800" <= c <= "\udfff" for c in value)
+        return storable(value)
     if isinstance(value, list):
         return all(_encodable(item) for item in value)
     if isinstance(value, dict):

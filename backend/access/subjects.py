@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from backend.errors import BadRequest
+from backend.errors import BadRequest, storable
 
 SUBJECT_HEADER = "X-Core-Subject"
 
@@ -49,18 +49,13 @@ def check_attributes(attributes: dict[str, list[str]], param: str) -> None:
     """Attributes are compared with labels in SQL, and PostgreSQL holds no NUL: refuse it here, naming the place,
     rather than fail every later request with an unplaced 422 (for a subject token: every one until it expires)."""
     for name, values in attributes.items():
-        if not _storable(name):
+        if not storable(name):
             raise BadRequest("An attribute name may not contain the NUL character (U+0000) or a lone surrogate "
                              "(U+D800–U+DFFF).", param=param, code="invalid_subject")
         for i, value in enumerate(values):
-            if not _storable(value):
+            if not storable(value):
                 raise BadRequest("An attribute value may not contain the NUL character (U+0000) or a lone "
                                  "surrogate (U+D800–U+DFFF).", param=f"{param}.{name}[{i}]", code="invalid_subject")
-
-
-def _storable(text: str) -> bool:
-    """PostgreSQL holds no NUL, and a lone surrogate (which JSON's `\\ud800` decodes to) has no UTF-8 form."""
-    return "\x00" not in text and not any("\ud800" <= c <= "\udfff" for c in text)
 
 
 def subject_from_header(value: str | None) -> Subject | None:
