@@ -3,19 +3,26 @@ transaction of its own with a system context, the model call with none open."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+
 from procrastinate import JobContext
 
 from backend.access.actor import Actor
+from backend.access.context import RequestContext
 from backend.domains.extraction import planning, reading
 from backend.domains.extraction import repository as repo
 from backend.domains.extraction.switch import start_run, state_of
 from backend.domains.memory import reembed
 from backend.jobs.resources import resources
-from backend.providers.chat import ModelError
+from backend.providers.chat import ChatAnswer, ModelError
 
 ACTOR = Actor("system", "extraction")
 REEMBED_ACTOR = Actor("system", "reembed")
 MOST_PER_JOB = 100  # windows one read job reads at most; a thread with more queues its job again
+log = logging.getLogger("coremem.extraction")
+System = Callable[[str, Actor], AbstractAsyncContextManager[RequestContext | None]]  # Resources.system
 
 
 async def schedule(context: JobContext, timestamp: int) -> int:
@@ -79,9 +86,20 @@ async def read_thread(context: JobContext, *, org_id: str, index_id: str, thread
             if closed:
                 continue
             raise  # the job is retried with backoff (backend/jobs/app.RETRY)
-        async with system(org_id, ACTOR) as ctx:
-            if ctx is not None:
-                await reading.store_window(ctx, work, answer)
+        except Exception as error:  # ask_model raises ModelError only: anything else fails the window below
+            if reading.transient(error):
+                raise
+            await _unexpected(system, org_id, work, error, None)
+            continue
+        try:
+            async with system(org_id, ACTOR) as ctx:
+                if ctx is not None:
+                    await reading.store_window(ctx, work, answer)
+        except Exception as error:  # its transaction rolled back: the window fails in one of its own
+            if reading.transient(error):
+                raise
+            await _unexpected(system, org_id, work, error, answer)
+            continue
         read += 1
     async with system(org_id, ACTOR) as ctx:  # more than one job's worth: the rest in a job of its own
         if ctx is not None:
@@ -89,6 +107,15 @@ async def read_thread(context: JobContext, *, org_id: str, index_id: str, thread
 
             await queue_thread(ctx.db, org_id, index_id, thread_id)
     return read
+
+
+async def _unexpected(system: System, org_id: str, work: reading.WindowWork, error: Exception,
+                      answer: ChatAnswer | None) -> None:
+    """Fail the window (and meter its answer) on an error the read could not handle; retrying would repeat it."""
+    async with system(org_id, ACTOR) as ctx:
+        code = await reading.unexpected(ctx, work, error, answer) if ctx is not None else "done"
+    log.log(logging.ERROR if code == "internal_error" else logging.WARNING, "extraction: window %s of %s: %s",
+            work.window_id, org_id, code, exc_info=error)
 
 
 async def reembed_missing(context: JobContext, timestamp: int) -> int:

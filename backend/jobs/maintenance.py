@@ -26,7 +26,10 @@ async def maintain(context: JobContext, timestamp: int) -> int:
         due = await repo.due_stores(db, pass_.EVERY_MINUTES)
     ran = 0
     for row in due:
-        ran += await run_store(res, row["org_id"], row["index_id"])
+        try:
+            ran += await run_store(res, row["org_id"], row["index_id"])
+        except Exception:  # one store's failing pass must not stop the passes of the stores after it
+            log.exception("maintenance of %s/%s failed; it stays due", row["org_id"], row["index_id"])
     return ran
 
 

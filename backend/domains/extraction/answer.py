@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from backend.domains.extraction.planning import TOOL_EXCERPT
+from backend.errors import storable
 
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
 
@@ -46,14 +47,37 @@ class Answer(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     lessons: Annotated[list[Lesson], msgspec.Meta(max_length=3)] | None = None
 
 
-def parse(content: str | None, *, episodes: bool = False, lessons: bool = False) -> Answer:
+def parse(content: object, *, episodes: bool = False, lessons: bool = False) -> Answer:
     """The model's answer as an `Answer`; msgspec.ValidationError or DecodeError when it is anything else, also
-    when it holds an `episode` or `lessons` the call did not ask for (its schema left them out)."""
+    when it holds an `episode` or `lessons` the call did not ask for (its schema left them out), or a text
+    PostgreSQL cannot hold (a NUL, which JSON's `\\u0000` decodes to, or a lone surrogate)."""
+    if content is not None and not isinstance(content, str):  # a server's answer is not checked before it is here
+        raise msgspec.ValidationError(f"the answer is {type(content).__name__}, not JSON text")
     parsed = msgspec.json.decode((content or "").encode(), type=Answer)
     for name, asked in (("episode", episodes), ("lessons", lessons)):
         if getattr(parsed, name) is not None and not asked:
             raise msgspec.ValidationError(f"`{name}` was not asked for in this call")
+    where = unstorable(msgspec.to_builtins(parsed), "$")
+    if where is not None:  # else an id holding one fails the job's SQL (DataError) and the job retries forever
+        raise msgspec.ValidationError(f"`{where}` holds the NUL character (U+0000) or a lone surrogate")
     return parsed
+
+
+def unstorable(value: Any, path: str) -> str | None:
+    """The path of the first text in `value` that PostgreSQL cannot hold, or None."""
+    if isinstance(value, str):
+        return None if storable(value) else path
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = unstorable(item, f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]")
+        if found is not None:
+            return found
+    return None
 
 
 def schema(types: Sequence[str], *, episodes: bool, lessons: bool) -> dict[str, Any]:

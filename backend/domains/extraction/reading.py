@@ -15,6 +15,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import msgspec
+from sqlalchemy import exc as sa_exc
 
 from backend.access.actor import Actor
 from backend.access.context import RequestContext
@@ -195,6 +196,47 @@ async def model_failed(ctx: RequestContext, work: WindowWork, error: ModelError)
         return True
     await repo.finish_window(ctx.db, ctx.org_id, work.window_id, {"attempts": attempts, "error": error.message[:1000]})
     return False
+
+
+def transient(error: BaseException) -> bool:
+    """A database error that may pass (connection lost, deadlock, serialization failure, pool timeout): the job is
+    retried for it, as for a failed model call, rather than the window failed."""
+    return isinstance(error, sa_exc.OperationalError | sa_exc.InterfaceError | sa_exc.TimeoutError)
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    found: list[BaseException] = []
+    at: BaseException | None = error
+    while at is not None and at not in found:
+        found.append(at)
+        at = at.__cause__ or at.__context__
+    return found
+
+
+async def unexpected(ctx: RequestContext, work: WindowWork, error: Exception, answer: ChatAnswer | None) -> str:
+    """Fail the window on an error nothing else handled while it was asked or stored (the transaction that raised
+    it is gone), metering the answer's tokens with it in this one transaction; the code it failed with. Retrying
+    would only repeat it until the job dies with the window `queued` and nothing in the health data (EXT-4)."""
+    window = await repo.window(ctx.db, ctx.org_id, work.window_id, lock=True)
+    if window is None or window["state"] != "queued":
+        return "done"
+    if answer is not None:
+        try:
+            async with ctx.db.begin_nested():
+                await meter(ctx, work, answer.input_tokens, answer.output_tokens)
+        except sa_exc.DataError:  # counts no integer column holds (what failed the store): the window fails still
+            pass
+    causes = _causes(error)
+    if isinstance(error, ApiError):
+        code, message = _error_code(error), error.message
+    elif any(isinstance(e, sa_exc.DataError | UnicodeError | msgspec.MsgspecError) for e in causes):
+        # the database refused a value the answer holds (or it has no UTF-8 form): the answer cannot be stored
+        code, message = "invalid_model_output", f"The model's answer holds what cannot be stored: {causes[-1]}"
+    else:
+        code, message = "internal_error", (f"Reading the window stopped on an unexpected error on our side "
+                                           f"({type(error).__name__}); the worker's log has it.")
+    await fail(ctx, work.window_id, code, message)
+    return code
 
 
 def _error_code(error: ApiError) -> str:

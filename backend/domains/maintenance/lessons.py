@@ -5,6 +5,7 @@ helper model may not read."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -12,9 +13,11 @@ from backend.access.context import RequestContext
 from backend.domains.maintenance import repository as repo
 from backend.domains.maintenance.helper import Asked, ask, hide, may_read, meter
 from backend.domains.memory import writes
+from backend.errors import ApiError, storable
 from backend.providers.chat import ModelSpec
 from shared.schemas.memory import MemoryCreate
 
+log = logging.getLogger("coremem.maintenance")
 MOST_PEOPLE = 20  # people asked about per store and pass
 ASK = """The numbered lines are sessions of one person with an assistant that all ended {result}. Write one \
 short sentence for the assistant: {what}. Answer JSON only: {{"text": "the sentence"}}."""
@@ -73,17 +76,24 @@ async def write(ctx: RequestContext, work: LessonWork, answers: list[Asked]) -> 
     for question, asked in zip(work.questions, answers, strict=True):
         await meter(ctx, asked)
         text = (asked.answer or {}).get("text")
-        if not isinstance(text, str) or not text.strip() or "<" in text:
-            continue  # nothing usable, or placeholders the real values of which are not known here
+        if not isinstance(text, str) or not text.strip() or "<" in text or not storable(text):
+            continue  # nothing usable, placeholders the real values of which are not known here, or a NUL or
+            # lone surrogate (JSON's `\u0000`, `\ud800`), which PostgreSQL cannot hold
         if await repo.still_unused(ctx.db, ctx.org_id, question.episode_ids) != set(question.episode_ids):
             continue
         kind = "workflow" if question.result == "succeeded" else "pitfall"
         body = MemoryCreate(index_id=work.index_id, type="lesson", text=text.strip()[:8000],
                             metadata={"lesson": {"kind": kind, "basis": "model"}})
-        draft = await writes.prepare(ctx, body, source="maintenance",
-                                     provenance={"episode_ids": list(question.episode_ids)})
-        draft.values["subject"] = question.person
-        ids, _ = await writes.write(ctx, [draft], started_at=work.started_at)
-        await repo.use_episodes(ctx.db, ctx.org_id, ids[0], question.episode_ids)
+        try:  # a lesson refused (the memory rules, her erasure) is skipped; the rest of the pass still commits
+            async with ctx.db.begin_nested():
+                draft = await writes.prepare(ctx, body, source="maintenance",
+                                             provenance={"episode_ids": list(question.episode_ids)})
+                draft.values["subject"] = question.person
+                ids, _ = await writes.write(ctx, [draft], started_at=work.started_at)
+                await repo.use_episodes(ctx.db, ctx.org_id, ids[0], question.episode_ids)
+        except ApiError as refused:
+            log.warning("maintenance: a lesson for %s in %s/%s was not written: %s", question.person, ctx.org_id,
+                        work.index_id, refused.message)
+            continue
         written += 1
     return written
