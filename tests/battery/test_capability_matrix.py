@@ -182,7 +182,7 @@ class World:
             Route("GET", fixed("/models"), None, "any", False),
             Route("POST", fixed("/admin/models"), body({"id": "other", "provider": "replay"}), "admin", False),
             Route("DELETE", fixed("/admin/models/other"), None, "admin", False),
-            Route("GET", fixed("/usage"), None, "management", False),
+            Route("GET", fixed("/usage"), None, "management", False, nobody=True),
             Route("POST", fixed("/responses"), body({"model": "scripted", "input": "hi", "store": False}), "any",
                   False),
             Route("GET", fixed(f"/responses/{self.response}"), None, "threads"),

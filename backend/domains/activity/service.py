@@ -74,7 +74,7 @@ def _change_cursor(page: Page) -> tuple[datetime, str, int] | None:
         return None
     try:
         at, record_id, version = datetime.fromisoformat(cursor[0]), str(cursor[1]), int(cursor[2])
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):  # OverflowError: int(inf) of `Infinity`, `1e400`
         raise page.invalid() from None
     if not -2 ** 31 <= version < 2 ** 31:  # memory_versions.version is an integer; the database refuses others
         raise page.invalid()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Admin, AdminToken, Org, table_of
@@ -73,3 +73,9 @@ async def admin_by_token_hash(db: AsyncSession, token_hash: str) -> dict[str, An
              .join(TOKENS, TOKENS.c.admin_id == ADMINS.c.id).where(TOKENS.c.token_hash == token_hash))
     row = (await db.execute(query)).first()
     return dict(row._mapping) if row else None
+
+
+async def zone_known(db: AsyncSession, name: str) -> bool:
+    """Whether PostgreSQL knows the time zone `name` (its own data, which may differ from Python's)."""
+    row = await db.execute(text("SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = :name)"), {"name": name})
+    return bool(row.scalar_one())

@@ -32,6 +32,16 @@ def check_timezone(name: str, param: str = "timezone") -> str:
     return name
 
 
+async def check_database_timezone(db: AsyncSession, name: str) -> str:
+    """An organisation's zone also cuts days in SQL (usage, activity, extraction health, message search), so
+    PostgreSQL must know it too: Python also loads the system's `posix/…` and `localtime` files and zones newer
+    than the database's own data, which every such statement then failed on."""
+    if not await repo.zone_known(db, name):
+        raise ValidationFailed(f"{name!r} is not a time zone this server's database knows; send an IANA zone such as "
+                               "`Europe/Amsterdam`.", param="timezone")
+    return name
+
+
 def org_document(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"], "name": row["name"], "timezone": row["timezone"], "capabilities": row["capabilities"],
@@ -73,7 +83,7 @@ async def patch_org(ctx: RequestContext, org_id: str, body: OrgPatch) -> dict[st
     if body.name is not msgspec.UNSET:
         values["name"] = body.name
     if body.timezone is not msgspec.UNSET:
-        values["timezone"] = check_timezone(body.timezone)
+        values["timezone"] = await check_database_timezone(ctx.db, check_timezone(body.timezone))
     if body.capabilities is not msgspec.UNSET:
         values["capabilities"] = sorted(set(body.capabilities))
     if body.improvements is not msgspec.UNSET:

@@ -28,6 +28,7 @@ from backend.domains.privacy import service as pii_service
 from backend.domains.threads import repository as threads_repo
 from backend.domains.threads import rules as thread_rules
 from backend.domains.threads import service as threads
+from backend.domains.threads.state import check_state
 from backend.domains.turns import block_ahead, conversation, documents, idempotency, inputs, loop, privacy, reads
 from backend.domains.turns import repository as repo
 from backend.domains.turns.abandoned import finished_late
@@ -163,6 +164,9 @@ async def _new_thread(ctx: RequestContext, turn: Turn) -> tuple[dict[str, Any], 
                        object_type="thread")
     await thread_rules.not_erased(ctx)
     source = await threads.state_source(ctx, body.working_state_from) if body.working_state_from is not None else None
+    if source is not None and turn.agent is not None and turn.agent.working_state_schema is not None:
+        # the copy is the new thread's first state: it must fit the agent's schema as any write to it must (THR-11)
+        check_state(source["state"], ctx.settings.working_state_max_bytes, turn.agent.working_state_schema)
     turn.thread_id = new_id("thr")
     turn.new_thread = True
     return {"subject": ctx.person, "labels": {}, "metadata": {}}, source

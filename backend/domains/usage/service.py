@@ -22,6 +22,8 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 async def report(ctx: RequestContext, query: UsageQuery) -> dict[str, Any]:
     ctx.require_management()
+    # The organisation's usage counts everybody's turns; a request naming a person would read others' (PLT-7).
+    ctx.refuse_person_named("Usage is the organisation's: send the request without naming a person.")
     for name, day in (("from", query.from_), ("to", query.to)):
         if day is not None and not EARLIEST <= day <= LATEST:
             raise ValidationFailed(f"`{name}` is a day from {EARLIEST} to {LATEST}.", param=name)
