@@ -73,30 +73,58 @@ class OpenAICompatibleEmbeddings:
         self.dimensions = dimensions
         # The SDK's own convention (OPENAI_API_KEY) supplies the credential; local servers need none.
         key = api_key or os.environ.get("OPENAI_API_KEY") or _KEYLESS
-        self._client = AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=0)
+        self._client: AsyncOpenAI | None = None
+        self._unusable = ""
+        try:
+            self._client = AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=0)
+        except Exception as exc:  # a stored base_url its HTTP client refuses (a port past 65535, say)
+            self._unusable = f"the index's base_url {base_url!r} is not a usable URL: {exc}"
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        import openai
-
         vectors: list[list[float]] = []
         for start in range(0, len(texts), BATCH):
             chunk = list(texts[start:start + BATCH])
             try:
-                answer = await self._client.embeddings.create(model=self.model, input=chunk,
-                                                              dimensions=self.dimensions,
-                                                              encoding_format="float")
-            except openai.OpenAIError as exc:
-                raise EmbeddingError(f"{type(exc).__name__}: {exc}") from exc
-            data = sorted(answer.data, key=lambda d: d.index)
-            if len(data) != len(chunk):
-                raise EmbeddingError(f"asked for {len(chunk)} embeddings, got {len(data)}")
-            for item in data:
-                vector = [float(v) for v in item.embedding]
-                if len(vector) != self.dimensions:
-                    raise EmbeddingError(f"the model answered {len(vector)} dimensions, the index wants "
-                                         f"{self.dimensions}")
-                vectors.append(vector)
+                vectors += self._checked(await self._ask(chunk), len(chunk))
+            except EmbeddingError:
+                raise
+            except Exception as exc:  # the SDK checks no answer: any shape, or none, reaches here (PLT-13)
+                raise EmbeddingError(f"the server's answer cannot be used ({type(exc).__name__}: {exc})") from exc
         return vectors
+
+    async def _ask(self, chunk: list[str]) -> Any:
+        if self._client is None:
+            raise EmbeddingError(self._unusable)
+        return await self._client.embeddings.create(model=self.model, input=chunk, dimensions=self.dimensions,
+                                                    encoding_format="float")
+
+    def _checked(self, answer: Any, asked: int) -> list[list[float]]:
+        data = sorted(answer.data, key=lambda d: d.index)
+        if len(data) != asked:
+            raise EmbeddingError(f"asked for {asked} embeddings, got {len(data)}")
+        return [checked_vector(item.embedding, self.dimensions) for item in data]
+
+
+# pgvector keeps single-precision numbers: a larger one is refused, a smaller nonzero one becomes zero.
+FLOAT4_MAX = 3.4e38
+
+
+def checked_vector(values: Any, dimensions: int) -> list[float]:
+    """A server's vector as pgvector can keep and compare it, or EmbeddingError: `dimensions` real, finite numbers
+    within single precision, not all zero, returned normalised (cosine does not change, and no number underflows to
+    zero when stored)."""
+    if not isinstance(values, list) or len(values) != dimensions:
+        size = len(values) if isinstance(values, list) else type(values).__name__
+        raise EmbeddingError(f"the model answered {size} dimensions, the index wants {dimensions}")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and abs(v) <= FLOAT4_MAX
+               for v in values):
+        raise EmbeddingError("the model answered a vector holding something other than finite numbers")
+    peak = max(abs(float(v)) for v in values)
+    if peak == 0:
+        raise EmbeddingError("the model answered a vector of zeros, which is like nothing")
+    scaled = [float(v) / peak for v in values]  # first to at most 1, so that the squares neither overflow nor vanish
+    norm = math.sqrt(sum(v * v for v in scaled))
+    return [v / norm for v in scaled]
 
 
 def fingerprint(config: Mapping[str, Any] | None) -> str | None:

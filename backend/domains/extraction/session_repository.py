@@ -16,7 +16,7 @@ from backend.db.models_extraction import ExtractionSwitch
 from backend.db.models_threads import ThreadItem
 from backend.db.models_turns import Response
 from backend.db.prepared import Prepared
-from backend.domains.memory.expressions import R, active_now
+from backend.domains.memory.expressions import R, active_now, similarity
 
 I = table_of(ThreadItem)  # noqa: E741
 RESP = table_of(Response)
@@ -60,12 +60,12 @@ async def nearest_lesson(db: AsyncSession, org_id: str, index_id: str, subject: 
     """Her active lesson whose vector (made with the index's current setting) is nearest to `vector`, when its
     cosine similarity reaches `threshold` (EXT-13)."""
     dims = len(vector)
-    similarity = 1 - cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(literal(vector, Vector(dims)))
-    query = (select(R.c.id, similarity.label("similarity"))
+    alike = similarity(cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(literal(vector, Vector(dims))))
+    query = (select(R.c.id, alike.label("similarity"))
              .where(R.c.org_id == org_id, R.c.index_id == index_id, R.c.subject == subject, R.c.type == "lesson",
                     R.c.embedding_model == embedding_model, R.c.embedding.is_not(None),
                     func.vector_dims(R.c.embedding) == dims, *active_now())
-             .order_by(similarity.desc()).limit(1))
+             .order_by(alike.desc()).limit(1))
     row = (await db.execute(query)).first()
     return str(row.id) if row is not None and float(row.similarity) >= threshold else None
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from urllib.parse import urlparse
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -16,6 +15,7 @@ from backend.domains.indexes import repository as repo
 from backend.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from backend.ids import new_id
 from backend.providers import local_embeddings
+from backend.providers.urls import unusable_url
 from shared.schemas.platform import UNSET, EmbeddingConfig, IndexCreate, IndexPatch
 
 
@@ -42,11 +42,10 @@ async def reachable_with_store_types(db: AsyncSession, scope: Scope, index_id: s
 def check_base_url(url: str) -> None:
     """An embedding server's address: http or https with a host, no spaces or control characters (the SDK refuses
     those only when a search first calls it, which would fail every search of the index)."""
-    parsed = urlparse(url)
-    if (parsed.scheme not in ("http", "https") or not parsed.netloc or len(url) > 2000
-            or any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url)):
-        raise ValidationFailed("The embedding server's address must be an http(s) URL without spaces, such as "
-                               "http://127.0.0.1:11434/v1.", param="embedding.base_url")
+    wrong = unusable_url(url)
+    if wrong is not None:
+        raise ValidationFailed(f"The embedding server's address cannot be used: {wrong}. Send an http(s) URL such "
+                               "as http://127.0.0.1:11434/v1.", param="embedding.base_url")
 
 
 async def embedding_indexes(db: AsyncSession, scope: Scope) -> list[dict[str, Any]]:

@@ -47,6 +47,7 @@ from backend.domains.memory.expressions import (
     min_confidence_params,
     readable,
     scope_params,
+    similarity,
     tsquery,
     unexpired,
 )
@@ -160,7 +161,7 @@ def _relevance(ranking: Ranking) -> ColumnElement[Any]:
     if ranking.vector is None:
         return cast(words, Float)
     dims = len(ranking.vector)
-    cosine = 1 - cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(cast(VECTOR, Vector(dims)))
+    cosine = similarity(cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(cast(VECTOR, Vector(dims))))
     comparable = and_(func.vector_dims(R.c.embedding) == dims, R.c.embedding_model == MODEL)
     return cast(case((comparable, func.greatest(cosine, 0)), else_=words), Float)
 

@@ -70,6 +70,13 @@ MAX_HALVINGS = 1000.0
 MAX_FLOOR_AGE = timedelta(days=1_000_000)
 
 
+def similarity(distance: ColumnElement[Any]) -> ColumnElement[Any]:
+    """Cosine similarity from pgvector's cosine distance, -1 (below every floor, last in every order) where it is
+    NaN: the distance to a vector of zeros (a `hashing` vector of a text without a word) is NaN, which PostgreSQL
+    ranks above every number, so such a record was a hit for every question and first in every relevance order."""
+    return func.coalesce(func.nullif(1 - distance, literal_column("'NaN'::float8", Float)), -1.0)
+
+
 def halved(age_days: ColumnElement[Any], half_life_days: float) -> ColumnElement[Any]:
     """0.5 ^ (age_days / half-life), the exponent capped at MAX_HALVINGS."""
     return func.power(0.5, func.least(age_days / half_life_days, MAX_HALVINGS))

@@ -11,6 +11,7 @@ history version, no new `updated_at` (so decay does not restart), no change a re
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ from backend.domains.memory.expressions import R
 from backend.providers.embeddings import EmbeddingError, fingerprint, provider_for
 
 IDX = table_of(KnowledgeIndex)
+log = logging.getLogger("coremem.memory")
 BATCH = 256
 
 
@@ -112,10 +114,14 @@ async def run(sessions: async_sessionmaker[AsyncSession], secret: str, *, org_id
         outcome = Outcome(index["org_id"], index["id"])
         after = ""
         while True:
-            async with sessions() as db:
-                await use_org(db, index["org_id"])
-                async with db.begin():
-                    done, last, error = await embed_batch(db, index, after, batch)
+            try:
+                async with sessions() as db:
+                    await use_org(db, index["org_id"])
+                    async with db.begin():
+                        done, last, error = await embed_batch(db, index, after, batch)
+            except Exception as exc:  # one index's failure (its batch rolled back) must not stop the others
+                log.exception("re-embedding index %s of %s failed", index["id"], index["org_id"])
+                done, last, error = 0, None, f"{type(exc).__name__}: {exc}"
             outcome.embedded += done
             if advance is not None:
                 advance(done)

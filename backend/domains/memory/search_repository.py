@@ -41,6 +41,7 @@ from backend.domains.memory.expressions import (
     readable,
     record_columns,
     scope_params,
+    similarity,
     tsquery,
     word_query,
 )
@@ -108,7 +109,7 @@ def _nearest(where: list[ColumnElement[bool]], n: int, dims: int, reach: str) ->
     distance = cast(R.c.embedding, Vector(dims)).op("<=>", return_type=Float)(qv)
     comparable = [*where, R.c.index_id == func.any(bindparam(f"v{n}_indexes", type_=ARRAY(Text))),
                   func.vector_dims(R.c.embedding) == dims, R.c.embedding_model == bindparam(f"v{n}_model", type_=Text)]
-    found = select(R.c.id.label("id"), (1 - distance).label("similarity")).where(*comparable)
+    found = select(R.c.id.label("id"), similarity(distance).label("similarity")).where(*comparable)
     candidates = bindparam("candidates", type_=Integer)
     shared = found.where(R.c.subject.is_(None)).order_by(distance).limit(candidates)
     whole = found.order_by(distance).limit(candidates)

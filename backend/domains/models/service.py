@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlparse
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -13,6 +12,7 @@ from backend.domains.orgs import repository as orgs_repo
 from backend.errors import Forbidden, NotFound, ValidationFailed
 from backend.providers import replay
 from backend.providers.chat import ModelSpec
+from backend.providers.urls import unusable_url
 from shared.schemas.turns import ModelCreate
 
 
@@ -45,17 +45,9 @@ def _check_base_url(base_url: str | None) -> None:
     if base_url is None:
         raise ValidationFailed("An openai_compatible model needs `base_url`, the server's address such as "
                                "http://127.0.0.1:11434/v1.", param="base_url")
-    if any(c.isspace() or not c.isprintable() for c in base_url):
-        raise ValidationFailed("`base_url` may not hold spaces, line breaks or other control characters; send the "
-                               "server's address such as http://127.0.0.1:11434/v1.", param="base_url")
-    try:
-        parsed = urlparse(base_url)
-        parsed.port  # noqa: B018 -- raises ValueError for a port that is no number from 0 to 65535
-    except ValueError as exc:
-        raise ValidationFailed(f"`base_url` is not a valid URL ({exc}); send the server's address such as "
-                               "http://127.0.0.1:11434/v1.", param="base_url") from None
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ValidationFailed("`base_url` must be an http:// or https:// address with a host, such as "
+    wrong = unusable_url(base_url)
+    if wrong is not None:
+        raise ValidationFailed(f"`base_url` cannot be used: {wrong}. Send the server's address, such as "
                                "http://127.0.0.1:11434/v1.", param="base_url")
 
 

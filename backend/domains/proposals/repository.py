@@ -15,7 +15,7 @@ from backend.access.scope import Scope
 from backend.db.models import table_of
 from backend.db.models_memory import MemoryRecord
 from backend.db.models_proposals import MemoryProposal, ProposalEvidence
-from backend.domains.memory.expressions import active_now, readable
+from backend.domains.memory.expressions import active_now, readable, similarity
 
 P = table_of(MemoryProposal)
 E = table_of(ProposalEvidence)
@@ -56,7 +56,7 @@ async def similar_pairs(db: AsyncSession, org_id: str, index_id: str, embedding_
                                              other.c.subject > R.c.subject, other.c.type == R.c.type)))
              .where(*_candidate_records(org_id, index_id), R.c.embedding_model == embedding_model,
                     other.c.embedding_model == embedding_model, other.c.status == "active",
-                    other.c.norm_hash != R.c.norm_hash, 1 - distance >= threshold)
+                    other.c.norm_hash != R.c.norm_hash, similarity(distance) >= threshold)
              .order_by(R.c.id, other.c.id).limit(limit))
     return [dict(r._mapping) for r in (await db.execute(query)).all()]
 
