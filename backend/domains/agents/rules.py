@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -16,6 +16,12 @@ PARAM = "working_state_schema"
 _INDEX = re.compile(r"[0-9]{1,9}")  # a JSON pointer's array index
 # Values of these keywords are data, not schemas: a `$ref` inside them is not a reference.
 _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+Where = tuple[Any, ...]
+# The drafts a working-state schema may name: those whose every keyword applying a schema is known to the loop and
+# applied-schemas checks below. Draft 3's `extends`, `disallow` and schemas in `type` apply schemas to the same value
+# unseen (an `extends` loop was saved, then every state write refused; 2^24 schemas applied per state check); Draft 4
+# dropped all three. A draft jsonschema adds later is refused until its keywords are reviewed here.
+_DRAFTS = ("Draft4Validator", "Draft6Validator", "Draft7Validator", "Draft201909Validator", "Draft202012Validator")
 
 
 def _path(base: str, parts: Iterable[Any]) -> str:
@@ -27,8 +33,9 @@ def _path(base: str, parts: Iterable[Any]) -> str:
 def check_working_state_schema(schema: dict[str, Any]) -> None:
     """422 naming the path when `schema` is no JSON Schema the validator of threads' working states can apply.
 
-    The draft is the one `$schema` names (Draft 2020-12 when absent, as the state check assumes); references must
-    point inside the schema (`#…`), since the server fetches nothing when it checks a state.
+    The draft is the one `$schema` names (Draft 2020-12 when absent, as the state check assumes; Draft 3 refused);
+    references must point inside the schema (`#…`), since the server fetches nothing when it checks a state, and
+    resolve there as jsonschema resolves them (no `$schema` or `$id` below the top).
     """
     import jsonschema
     from jsonschema.exceptions import SchemaError
@@ -45,6 +52,12 @@ def check_working_state_schema(schema: dict[str, Any]) -> None:
         if found is None:
             raise ValidationFailed(f"`$schema` names no JSON Schema draft this server knows: {declared!r}. Leave it "
                                    "out for Draft 2020-12.", param=f"{PARAM}.$schema", code="invalid_schema")
+        if found not in {getattr(jsonschema, name) for name in _DRAFTS}:
+            raise ValidationFailed(f"`$schema` names {declared!r}, a draft this server does not check states with "
+                                   "(Draft 3's `extends`, `disallow` and schemas in `type` escape the bounds a state "
+                                   "check is held to). Name Draft 4, 6, 7, 2019-09 or 2020-12, or leave `$schema` "
+                                   "out for 2020-12; `allOf`, `not` and `anyOf` do what those keywords did.",
+                                   param=f"{PARAM}.$schema", code="invalid_schema")
         validator = found
     try:
         validator.check_schema(schema)
@@ -55,13 +68,19 @@ def check_working_state_schema(schema: dict[str, Any]) -> None:
     if kind is not None and "object" not in (kind if isinstance(kind, list) else [kind]):
         raise ValidationFailed("A working state is a JSON object, so the schema's top-level `type` must allow "
                                "`object`.", param=f"{PARAM}.type", code="invalid_schema")
-    anchors = {value for _, key, value in _walk(schema, ()) if key in ("$anchor", "$dynamicAnchor")}
+    anchors: dict[str, Where] = {}
+    for where, key, value in _walk(schema, ()):
+        if key in ("$anchor", "$dynamicAnchor") and isinstance(value, str):
+            anchors.setdefault(value, where)
     for where, key, value in _walk(schema, ()):
         if key in ("$ref", "$dynamicRef") and isinstance(value, str) and not _resolves(schema, value, anchors):
             raise ValidationFailed(f"`{key}` {value!r} does not point inside this schema; a working-state schema is "
                                    "self-contained (`#/$defs/…` or an `$anchor`).", param=_path(PARAM, [*where, key]),
                                    code="invalid_schema")
-    _refuse_cycles(schema)
+    nodes = _schemas(schema, anchors)
+    _refuse_nested_bases(nodes, validator)
+    _refuse_misresolved(schema, nodes, anchors, validator)
+    _refuse_cycles(schema, nodes, anchors)
     _refuse_backtracking_patterns(schema)
 
 
@@ -103,7 +122,7 @@ def _walk(node: Any, where: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], 
             yield from _walk(value, (*where, i))
 
 
-def _resolves(root: dict[str, Any], ref: str, anchors: set[Any]) -> bool:
+def _resolves(root: dict[str, Any], ref: str, anchors: Container[str]) -> bool:
     if not ref.startswith("#"):
         return False
     fragment = unquote(ref[1:])
@@ -144,7 +163,6 @@ _PART_ONE = ("additionalProperties", "unevaluatedProperties", "propertyNames", "
 _PART_MANY = ("prefixItems", "items")
 _PART_MAP = ("properties", "patternProperties", "$defs", "definitions")
 
-Where = tuple[Any, ...]
 # The longest chain of schemas applied to one value a working-state schema may hold: checking a state follows each
 # link a few Python frames deeper, and a chain of hundreds reached the interpreter's recursion limit (a 500).
 MAX_IN_PLACE = 50
@@ -157,18 +175,12 @@ MAX_SCHEMA_BYTES = 32 * 1024
 MAX_PATTERNS = 128
 
 
-def _refuse_cycles(root: dict[str, Any]) -> None:
-    """THR-11/TRN-5: 422 at the `$ref` closing a chain of references that comes back to a schema it started from
-    without passing a keyword that takes a part of the value (`properties`, `items`, …), such as `{"$ref": "#"}`:
-    the schema is valid by its meta-schema, but checking any state against it never ends. Also 422 at the start of a
-    chain of more than MAX_IN_PLACE such schemas, which ends, but past the interpreter's recursion limit."""
-    anchors: dict[str, Where] = {}
-    for where, key, value in _walk(root, ()):
-        if key in ("$anchor", "$dynamicAnchor") and isinstance(value, str):
-            anchors.setdefault(value, where)
+def _schemas(root: dict[str, Any], anchors: dict[str, Where]) -> dict[Where, dict[str, Any]]:
+    """Every schema object a state check may apply, by place: the root, the values of the keywords that hold
+    schemas (of every draft taken), and where references point."""
     nodes: dict[Where, dict[str, Any]] = {}
     todo: list[Where] = [()]
-    while todo:  # every schema object: by the keywords that hold schemas, and where references point
+    while todo:
         where = todo.pop()
         node = _at(root, where)
         if where in nodes or not isinstance(node, dict):
@@ -176,6 +188,75 @@ def _refuse_cycles(root: dict[str, Any]) -> None:
         nodes[where] = node
         todo.extend(target for _, target in _subschemas(node, where))
         todo.extend(target for _, target in _same_value(node, where, root, anchors))
+    return nodes
+
+
+def _refuse_nested_bases(nodes: dict[Where, dict[str, Any]], validator: Any) -> None:
+    """422 at a `$schema` or `$id` (Draft 4: `id`) in a subschema. There `$id` moves the base its references
+    resolve against (`#/$defs/b` is then looked for in that subschema alone, and a URL is another document), and
+    `$schema` switches the draft, so the keywords, that part is checked with: the checks here read neither."""
+    import jsonschema
+
+    base = "id" if validator is jsonschema.Draft4Validator else "$id"
+    for where, node in nodes.items():
+        if not where:
+            continue
+        if "$schema" in node:
+            raise ValidationFailed("`$schema` is taken only at the top of a working-state schema: in a subschema it "
+                                   "would switch the draft that part is checked with. Remove it.",
+                                   param=_path(PARAM, [*where, "$schema"]), code="invalid_schema")
+        if base in node:
+            raise ValidationFailed(f"`{base}` is taken only at the top of a working-state schema: in a subschema it "
+                                   "moves the base its references resolve against, so they would no longer point "
+                                   "into this schema. Remove it; refer to the subschema with a `#/…` pointer.",
+                                   param=_path(PARAM, [*where, base]), code="invalid_schema")
+
+
+_NOWHERE = object()
+_JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", type(None): "null"}
+
+
+def _refuse_misresolved(root: dict[str, Any], nodes: dict[Where, dict[str, Any]], anchors: dict[str, Where],
+                        validator: Any) -> None:
+    """422 at a reference that a state check would resolve elsewhere than the checks here follow, or to no schema.
+    Each reference the draft applies is looked up as jsonschema will (the draft's anchors, found in subschemas only,
+    the last of a name winning; the root's base), so the bounds count what runs, and a state check meets neither an
+    unresolvable reference nor an array or string where a schema belongs (each was a 500)."""
+    from referencing.exceptions import Unresolvable
+
+    from backend.domains.agents.state_validator import resolver_for
+
+    resolver = resolver_for(validator, root)
+    for where, node in nodes.items():
+        for key in _REFS:
+            ref = node.get(key)
+            if key not in validator.VALIDATORS or not isinstance(ref, str):
+                continue
+            looked_up = "#" if key == "$recursiveRef" else ref  # jsonschema resolves `$recursiveRef` as `#`
+            target = _target(root, looked_up, anchors)
+            try:
+                found = resolver.lookup(looked_up).contents
+            # referencing fails crawling Draft 4-7 `dependencies` that mix schemas and arrays; only a `#name` lookup
+            # crawls, and a `#name` resolves in no such draft (they have no `$anchor`, and `$id` is refused below)
+            except (Unresolvable, AttributeError, TypeError):
+                found = _NOWHERE
+            if target is None or found is not _at(root, target):
+                raise ValidationFailed(
+                    f"`{key}` {ref!r} points nowhere inside this schema when a state is checked, as its draft "
+                    "resolves it: an `$anchor` counts from Draft 2019-09 on, only in a subschema (under "
+                    "`properties`, `$defs`, `allOf` or the like) and once per name. Point it at a subschema with "
+                    "`#/…`.", param=_path(PARAM, [*where, key]), code="invalid_schema")
+            if not isinstance(found, dict | bool):
+                raise ValidationFailed(
+                    f"`{key}` {ref!r} points at {_JSON_KINDS.get(type(found), 'a value')}, not a schema. Point it at "
+                    "a subschema (an object or a boolean).", param=_path(PARAM, [*where, key]), code="invalid_schema")
+
+
+def _refuse_cycles(root: dict[str, Any], nodes: dict[Where, dict[str, Any]], anchors: dict[str, Where]) -> None:
+    """THR-11/TRN-5: 422 at the `$ref` closing a chain of references that comes back to a schema it started from
+    without passing a keyword that takes a part of the value (`properties`, `items`, …), such as `{"$ref": "#"}`:
+    the schema is valid by its meta-schema, but checking any state against it never ends. Also 422 at the start of a
+    chain of more than MAX_IN_PLACE such schemas, which ends, but past the interpreter's recursion limit."""
     edges = {where: [(via, target) for via, target in _same_value(node, where, root, anchors) if target in nodes]
              for where, node in nodes.items()}
     state: dict[Where, int] = {}  # 1: on the current chain, 2: done
@@ -245,7 +326,10 @@ def _same_value(node: dict[str, Any], where: Where, root: dict[str, Any], anchor
     """(keyword's place, schema's place) of the schemas applied to the same value as the node: its references'
     targets and its `allOf`/`anyOf`/`oneOf`/`not`/`if`/`then`/`else`/`dependentSchemas` subschemas."""
     for key in _REFS:
-        target = _target(root, node.get(key), anchors)
+        ref = node.get(key)
+        # jsonschema resolves `$recursiveRef` as `#` (then up the dynamic scope, which is this one schema) whatever
+        # its value says
+        target = _target(root, "#" if key == "$recursiveRef" and isinstance(ref, str) else ref, anchors)
         if target is not None:
             yield (*where, key), target
     for via, target in _subschemas(node, where):

@@ -60,16 +60,23 @@ def stale(expected: int, current: int) -> Conflict:
 def validate_against_schema(state: dict[str, Any], schema: dict[str, Any]) -> None:
     """An agent's `working_state_schema` (JSON Schema): a state that does not conform is 422 at the failing path."""
     from jsonschema.exceptions import best_match
+    from referencing.exceptions import Unresolvable
 
-    from backend.domains.agents.state_validator import validator_for
+    from backend.domains.agents.state_validator import state_registry, validator_for
 
     validator_class = validator_for(schema)  # patterns in RE2, uniqueItems in one pass
+    registry = state_registry(validator_class, schema)  # the schema alone: a reference outside it is never fetched
     try:
-        error = best_match(validator_class(schema).iter_errors(state))
+        error = best_match(validator_class(schema, registry=registry).iter_errors(state))
     except RecursionError:  # each level of the state is a few frames deeper; schema chains are bounded where saved
         raise ValidationFailed("The working state nests too deeply to be checked against the agent's "
                                "working_state_schema; flatten it.", param="state", code="working_state_too_deep",
                                ) from None
+    except Unresolvable as unresolved:  # refused where schemas are saved now; one saved before may still hold one
+        raise ValidationFailed(f"The agent's working_state_schema cannot be applied: its reference "
+                               f"{getattr(unresolved, 'ref', '?')!r} points nowhere inside it, so no state can be "
+                               "checked. The agent's `working_state_schema` must be corrected (PATCH /agents/{id}).",
+                               param="state", code="working_state_invalid") from None
     if error is None:
         return
     path = "state"
