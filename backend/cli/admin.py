@@ -45,16 +45,23 @@ def _checked(value: str, expected: Any, option: str, what: str) -> None:
         raise click.BadParameter(f"{what}: {exc}.", param_hint=option) from None
 
 
+def check_org_name(org_name: str) -> None:
+    """`--org` as the API's own organisation name (1–200 characters), exit 2 naming the option."""
+    from shared.schemas.platform import Name
+
+    _checked(org_name, Name, "--org", "an organisation name")
+
+
 @main.command()
 @click.option("--org", "org_name", required=True, help="Organisation name (reused when it exists).")
 @click.option("--admin", "admin_email", required=True, help="Administrator e-mail address.")
 def bootstrap(org_name: str, admin_email: str) -> None:
     """Create an organisation, its administrator and a full-capability key; print them as JSON."""
     from backend.errors import ApiError
-    from shared.schemas.platform import LoginIn, Name
+    from shared.schemas.platform import LoginIn
 
     # The API's rules: a name as organisations are renamed with, an address that can log in.
-    _checked(org_name, Name, "--org", "an organisation name")
+    check_org_name(org_name)
     _checked(admin_email, typing.get_type_hints(LoginIn, include_extras=True)["email"], "--admin",
              "the address the administrator logs in with")
     try:

@@ -47,7 +47,42 @@ async def known_org(db: Any, org_id: str, option: str = "--org") -> str:
     return org_id
 
 
-@click.group()
+class CoremGroup(click.Group):
+    """The command group: a database the command cannot use is one line naming the setting, never a traceback."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Bytes that are not UTF-8 (a terminal in another encoding) reach Python as lone surrogates, which no
+        database can store: refused here, naming the option, before any command runs."""
+        from backend.errors import storable
+
+        for i, arg in enumerate(args):
+            if not storable(arg):
+                option = args[i - 1] if i and args[i - 1].startswith("-") else f"argument {i + 1}"
+                raise click.UsageError(f"Invalid value for {option}: it holds bytes that are not UTF-8 text (or a "
+                                       "NUL); give it in UTF-8.")
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        import psycopg
+        from sqlalchemy import exc as sa_exc
+
+        try:
+            return super().invoke(ctx)
+        except sa_exc.ArgumentError as error:
+            raise click.ClickException(f"CORE_DATABASE_URL is not a database address ({error}); set it to a "
+                                       "postgresql:// URL, or leave it unset for the embedded database.") from None
+        except (sa_exc.OperationalError, sa_exc.InterfaceError, psycopg.OperationalError) as error:
+            reason = str(getattr(error, "orig", error)).strip().splitlines()[0]
+            raise click.ClickException(f"The database cannot be reached ({reason}); check CORE_DATABASE_URL and "
+                                       "that the server is running.") from None
+        except sa_exc.ProgrammingError as error:
+            if "UndefinedTable" not in type(getattr(error, "orig", error)).__name__:
+                raise
+            raise click.ClickException("The database has no coremem tables yet: run `coremem migrate` first.") \
+                from None
+
+
+@click.group(cls=CoremGroup)
 def main() -> None:
     """coremem: memory and conversation threads for LLM applications."""
 

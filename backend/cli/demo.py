@@ -33,10 +33,14 @@ def org_exists(url: str, org_name: str) -> bool:
 def make_demo(url: str, org_name: str, seed: int | None = None) -> tuple[dict[str, Any], Counter[str], float]:
     """Bootstrap the organisation, then write the demo into it through the API; (credentials, counts, seconds)."""
     from backend.demo import DEFAULT_SEED, create_demo
+    from backend.errors import ApiError as Refused
     from shared.client import ApiError
 
     started = time.monotonic()
-    credentials = bootstrap_org(url, org_name, admin_email(org_name))
+    try:
+        credentials = bootstrap_org(url, org_name, admin_email(org_name))
+    except Refused as err:  # e.g. the derived administrator address belongs to another organisation already
+        raise click.ClickException(f"The demo organisation {org_name!r} could not be made: {err.message}") from None
     try:
         counts = create_demo(url, credentials, seed=DEFAULT_SEED if seed is None else seed)
     except ApiError as err:  # the organisation stays, half filled: say which, so it can be found and removed
@@ -71,8 +75,10 @@ def write_env_file(path: Path, credentials: dict[str, Any]) -> None:
 @click.option("--seed", type=int, default=None, help="Another seed gives other demo content.")
 def demo(org_name: str, seed: int | None) -> None:
     """Add the demo organisation: three stores, fifty people with records, threads with notes, keys."""
+    from backend.cli.admin import check_org_name
     from backend.db import migrate as migrations
 
+    check_org_name(org_name)  # as bootstrap does, before the database is touched
     url = database_url()
     migrations.upgrade(url)
     if org_exists(url, org_name):

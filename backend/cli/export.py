@@ -87,9 +87,14 @@ def _types(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
 
 
 def _out(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """The file is written beside itself (`FILE.part`, then renamed): its directory must exist and be writable."""
+    """The file is written beside itself (a `.part` file, then renamed): its directory must exist and be writable,
+    and its name be one the file system takes."""
+    if not value or os.path.isdir(value):
+        raise click.BadParameter("name the file to write, such as records.parquet.", ctx, param)
     directory = os.path.dirname(os.path.abspath(value))
     click.Path(exists=True, file_okay=False, writable=True).convert(directory, param, ctx)
+    if len(os.path.basename(value).encode()) > os.pathconf(directory, "PC_NAME_MAX"):
+        raise click.BadParameter("the file name is longer than this file system takes.", ctx, param)
     return value
 
 

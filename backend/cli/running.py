@@ -14,6 +14,8 @@ from backend.cli.base import DASHBOARD_PORT, DEMO_ADMIN, DEMO_ORG, database_url,
 from backend.cli.demo import describe, make_demo, write_env_file
 from backend.config import get_settings
 
+# A TCP port; a larger number was taken modulo 65536 by the server (70000 served on 4464).
+PORT = click.IntRange(0, 65535)
 DEMO_ENV = "demo.env"  # in CORE_DATA_DIR: the first start's demo credentials, for the README's tour
 
 
@@ -35,7 +37,7 @@ def _serve(host: str, port: int, url: str | None = None) -> None:
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--port", default=8000, show_default=True, type=PORT)
 def serve(host: str, port: int) -> None:
     """Run the API."""
     _serve(host, port)
@@ -68,7 +70,7 @@ def _local_url(host: str, port: int) -> str:
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=DASHBOARD_PORT, show_default=True, type=int)
+@click.option("--port", default=DASHBOARD_PORT, show_default=True, type=PORT)
 @click.option("--api-url", default=None, envvar="CORE_API_URL",
               help="Where the API answers  [default: CORE_API_URL, else http://127.0.0.1:8000]")
 def dashboard(host: str, port: int, api_url: str | None) -> None:
@@ -122,8 +124,8 @@ def _announce_demo(url: str) -> str | None:
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
-@click.option("--dashboard-port", default=DASHBOARD_PORT, show_default=True, type=int)
+@click.option("--port", default=8000, show_default=True, type=PORT)
+@click.option("--dashboard-port", default=DASHBOARD_PORT, show_default=True, type=PORT)
 @click.option("--no-dashboard", is_flag=True, help="Start the API only.")
 def run(host: str, port: int, dashboard_port: int, no_dashboard: bool) -> None:
     """The whole product for a newcomer: database, migrations, demo data on an empty database, the API and the
