@@ -73,6 +73,12 @@ def pairs_editor(label: str, frame: pl.DataFrame, *, key: str, help: str) -> lis
     return [dict(row) for row in edited.to_dict("records")]
 
 
+def editor_changed(key: str) -> bool:
+    """Whether the administrator edited, added or deleted any row of the data editor `key` since it was filled."""
+    state = st.session_state.get(key) or {}
+    return any(state.get(part) for part in ("edited_rows", "added_rows", "deleted_rows"))
+
+
 def page_header(title: str, purpose: str) -> None:
     st.title(title)
     st.caption(purpose)
@@ -85,6 +91,14 @@ def cursor_stack(key: str, signature: object) -> list[str | None]:
         st.session_state[f"{key}_signature"] = signature
         st.session_state[key] = [None]
     return cast(list[str | None], st.session_state[key])
+
+
+def forget_selection(key: str, signature: object) -> None:
+    """Clear the row selection of the selectable table `key` when what it lists changed (a new filter or page):
+    Streamlit keeps a keyed table's selected row position across new data, which would open a row nobody chose."""
+    if st.session_state.get(f"{key}_selection_signature") != signature:
+        st.session_state[f"{key}_selection_signature"] = signature
+        st.session_state.pop(key, None)
 
 
 def pager(prefix: str, cursors: list[str | None], next_cursor: str | None, caption: str, *,

@@ -7,11 +7,15 @@ page shows) before any call, and everything else is left for the API to judge.
 from __future__ import annotations
 
 import json
+import re
 from datetime import date, datetime, time, timedelta
-from typing import Any
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
+import msgspec
+
 from dashboard.data import shapes
+from shared.client import query_params
 from shared.schemas.memory import MemoryOut, MemoryQuery
 from shared.schemas.platform import AuditQuery
 from shared.schemas.stores import PreviewIn, PreviewSubject
@@ -48,6 +52,21 @@ def pairs(text: str) -> tuple[tuple[str, str], ...]:
 
 def words(text: str) -> tuple[str, ...]:
     return tuple(w.strip() for w in text.split(",") if w.strip())
+
+
+def tag_list(text: str, loaded: list[str]) -> list[str]:
+    """Tags typed comma-separated; a loaded tag that itself holds a comma (`billing,eu`) stays one tag."""
+    parts = text.split(",")
+    found: list[str] = []
+    start = 0
+    while start < len(parts):
+        end = next((end for end in range(len(parts), start + 1, -1)
+                    if ",".join(parts[start:end]).strip() in loaded), start + 1)
+        tag = ",".join(parts[start:end]).strip()
+        if tag:
+            found.append(tag)
+        start = end
+    return found
 
 
 def _wire(found: tuple[tuple[str, str], ...]) -> list[str]:
@@ -87,6 +106,27 @@ def memory_filter(*, index_id: str | None, types: list[str], person: str, tags: 
                        label=_wire(pairs(labels)), metadata=_wire(pairs(metadata)), q=q.strip() or None,
                        min_confidence=min_confidence if min_confidence > 0 else None,
                        include_expired=include_expired, include_replaced=include_replaced)
+
+
+Q = TypeVar("Q", bound=msgspec.Struct)
+FILTER_WORDS = {"type": "Types", "tag": "Tags", "q": "Text search", "label": "Labels", "metadata": "Metadata",
+                "subject": "Person id"}
+
+
+def checked_filter(query: Q) -> Q:
+    """The query as the client would send it, or a `ValueError` naming the filter to fix (DSH-1): the client
+    refuses what the API would (an unknown type, a 65-character tag, too long a text search, too many filters)."""
+    try:
+        query_params(query)
+    except ValueError as exc:
+        found = re.search(r"`\$\.(\w+)", str(exc))
+        field = FILTER_WORDS.get(found.group(1), found.group(1)) if found else "a filter"
+        raise FilterError(f"The *{field}* filter cannot be used: {exc}") from None
+    return query
+
+
+class FilterError(ValueError):
+    """A filter the API would refuse, in words naming the field."""
 
 
 def thread_owner(owner: str, person: str) -> str | None:
@@ -135,9 +175,11 @@ def preview_body(*, person: str, attributes_json: str, nobody: bool, key_id: str
                      store_override=store_override)
 
 
-def record_changes(record: MemoryOut, *, text: str, confidence: float, priority: str, tags: str,
-                   metadata: dict[str, Any], labels: dict[str, Any]) -> dict[str, Any]:
-    """The edit form's fields that differ from the record, as a PATCH body (only what changed)."""
+def record_changes(record: MemoryOut, *, text: str, confidence: float, priority: str, tags: str | None,
+                   metadata: dict[str, Any] | None, labels: dict[str, Any] | None) -> dict[str, Any]:
+    """The edit form's fields that differ from the record, as a PATCH body (only what changed). `None` for tags,
+    metadata or labels means the administrator left that editor untouched: it is not re-read (a loaded tag may
+    hold a comma, a metadata name may be empty or padded) and not sent."""
     changes: dict[str, Any] = {}
     if text != record.text:
         changes["text"] = text
@@ -145,11 +187,10 @@ def record_changes(record: MemoryOut, *, text: str, confidence: float, priority:
         changes["confidence"] = confidence
     if priority != record.priority:
         changes["priority"] = priority
-    new_tags = list(words(tags))
-    if new_tags != record.tags:
-        changes["tags"] = new_tags
+    if tags is not None and tag_list(tags, record.tags) != record.tags:
+        changes["tags"] = tag_list(tags, record.tags)
     for name, value, current in (("metadata", metadata, record.metadata), ("labels", labels, record.labels)):
-        if value != current:
+        if value is not None and value != current:
             changes[name] = value
     return changes
 

@@ -50,6 +50,7 @@ if not found:
     st.stop()
 
 table = proposals.frame(found, names)
+components.forget_selection("proposals_table", (status, store))
 picked = st.dataframe(
     table, hide_index=True, key="proposals_table", on_select="rerun", selection_mode="single-row",
     column_config={"id": None, "text": st.column_config.TextColumn("text", width="large"),
@@ -58,7 +59,7 @@ picked = st.dataframe(
                                                            "whether or not you may read them all."),
                    "created_at": st.column_config.DatetimeColumn("proposed", timezone=tz)})
 rows = picked.selection.rows if picked is not None else []
-chosen = found[rows[0]] if rows else found[0]
+chosen = found[rows[0]] if rows and rows[0] < len(found) else found[0]
 st.caption("Select a row to review another proposal.")
 
 with st.container(border=True):

@@ -49,6 +49,10 @@ try:
         index_id=store, types=list(types), person=person if owner == "one person" else "", tags=tags, labels=labels,
         metadata=metadata, q=q, min_confidence=float(min_confidence), include_expired=include_expired,
         include_replaced=include_replaced, shared=owner == "shared only")
+    forms.checked_filter(filters)
+except forms.FilterError as err:
+    st.error(f"{err}\n\nCode `invalid_filter`", icon=":material/error:")
+    st.stop()
 except ValueError as err:
     st.error(f"{err} Write filters as `name:value`, separated by commas.\n\nCode `invalid_filter`",
              icon=":material/error:")
@@ -65,6 +69,9 @@ try:
 except ApiError as err:
     components.api_error(err, "list the records")
     st.stop()
+except ValueError as err:
+    st.error(f"{err}\n\nCode `invalid_filter`", icon=":material/error:")
+    st.stop()
 frame = records.records_frame(shown, tz, store_names)
 span = records.span_shown(len(cursors), int(page_size), len(shown))
 components.pager("records", cursors, next_cursor,
@@ -78,6 +85,8 @@ with st.expander("Export these records", icon=":material/download:"):
             st.session_state["records_export"] = (fmt, records.export_file(client, filters, fmt))
         except ApiError as err:
             components.api_error(err, "export the records")
+        except ValueError as err:
+            st.error(f"{err}\n\nCode `invalid_filter`", icon=":material/error:")
     prepared = st.session_state.get("records_export")
     if prepared:
         st.download_button(f"Download records.{prepared[0]} ({len(prepared[1]):,} bytes)", prepared[1],
@@ -97,6 +106,7 @@ if frame.is_empty():
         components.empty_state("No records match these filters — pick another store or clear a filter.")
     st.stop()
 
+components.forget_selection("records_table", (filters, page_size, tuple(cursors)))
 selected = components.records_table(frame, key="records_table")
 if st.session_state.pop("records_forget_open", False):
     st.session_state["records_open_id"] = ""
@@ -175,10 +185,13 @@ with edit:
     components.raw_json({"metadata": record.metadata, "labels": record.labels}, "Metadata and labels as JSON")
     if save:
         try:
-            changes = forms.record_changes(record, text=new_text, confidence=float(new_confidence),
-                                           priority=str(new_priority), tags=new_tags,
-                                           metadata=shapes.pairs_value(new_metadata, "metadata"),
-                                           labels=shapes.pairs_value(new_labels, "label"))
+            changes = forms.record_changes(
+                record, text=new_text, confidence=float(new_confidence), priority=str(new_priority),
+                tags=None if new_tags == ", ".join(record.tags) else new_tags,
+                metadata=shapes.pairs_value(new_metadata, "metadata")
+                if components.editor_changed(f"records_edit_metadata_{version}") else None,
+                labels=shapes.pairs_value(new_labels, "label")
+                if components.editor_changed(f"records_edit_labels_{version}") else None)
         except ValueError as err:
             st.error(f"{err}\n\nCode `invalid_value`", icon=":material/error:")
         else:

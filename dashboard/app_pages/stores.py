@@ -29,7 +29,9 @@ except ApiError as err:
 # A new store, or settings saved since the editors were filled: start the editors from the API's values.
 loaded = (index_id, settings.updated_at)
 if st.session_state.get("stores_loaded") != loaded:
-    for key in [k for k in st.session_state if str(k).startswith(("stores_field_", "stores_pending_"))]:
+    # A refusal belongs to the store it was made on: clear it with the editors' values.
+    editors = ("stores_field_", "stores_pending_", "stores_error_")
+    for key in [k for k in st.session_state if str(k).startswith(editors)]:
         del st.session_state[key]
     st.session_state["stores_loaded"] = loaded
 
@@ -59,12 +61,19 @@ def field_widget(section: str, name: str, current: Any) -> Any:
 def field_error(section: str, name: str) -> None:
     """The API's (or the editor's) refusal of this very field, shown right under it."""
     err: ApiError | None = st.session_state.get(f"stores_error_{section}")
-    if err is not None and err.param == f"{section}.{name}":
+    if err is not None and names_field(err.param, section, name):
         components.api_error(err, f"save `{section}.{name}`")
+
+
+def names_field(param: str | None, section: str, name: str) -> bool:
+    """Whether a refusal's `param` is this field or lies inside it (`promotion.labels.team`, `…budgets[0]`)."""
+    field = f"{section}.{name}"
+    return param is not None and (param == field or param.startswith((f"{field}.", f"{field}[")))
 
 
 def editor(section: str, settings: StoreSettingsOut) -> None:
     before, _ = stores.section_values(settings, section)
+    stored = stores.stored_values(settings, section, before)
     pending_key = f"stores_pending_{section}"
     with st.form(f"stores_form_{section}", border=False):
         entered = {}
@@ -73,17 +82,17 @@ def editor(section: str, settings: StoreSettingsOut) -> None:
             field_error(section, name)
         review = st.form_submit_button("Review change", key=f"stores_review_{section}", icon=":material/difference:")
     err: ApiError | None = st.session_state.get(f"stores_error_{section}")
-    if err is not None and not (err.param or "").startswith(f"{section}."):
+    if err is not None and not any(names_field(err.param, section, name) for name in before):
         components.api_error(err, f"save `{section}`")
     if review:
         st.session_state.pop(f"stores_error_{section}", None)
         try:
-            after = forms.section_input(before, entered, section)
+            after = stores.unpinned(forms.section_input(before, entered, section), before, stored)
         except forms.FieldError as bad:
             st.session_state[f"stores_error_{section}"] = ApiError(0, "invalid_json", bad.message, bad.param)
             st.session_state.pop(pending_key, None)
             st.rerun()
-        if after == before:
+        if after == stored:
             st.session_state.pop(pending_key, None)
             st.info("Nothing changed.", icon=":material/info:")
         else:
@@ -92,7 +101,7 @@ def editor(section: str, settings: StoreSettingsOut) -> None:
     if pending is None:
         return
     st.markdown("**The change** — before → after; saving replaces the whole section:")
-    st.dataframe(stores.section_diff(before, pending, section), hide_index=True, key=f"stores_diff_{section}")
+    st.dataframe(stores.section_diff(stored, pending, section), hide_index=True, key=f"stores_diff_{section}")
     buttons = st.container(horizontal=True)
     if buttons.button("Save", key=f"stores_save_{section}", type="primary", icon=":material/save:"):
         try:

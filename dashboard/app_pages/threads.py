@@ -95,7 +95,11 @@ def thread_list() -> str | None:
                                      persist_state="page")
         st.form_submit_button("Apply filters", key="threads_apply", type="primary", icon=":material/filter_alt:")
     try:
-        filters = forms.thread_filter(owner=str(owner), person=person, metadata=metadata, labels=labels)
+        filters = forms.checked_filter(forms.thread_filter(owner=str(owner), person=person, metadata=metadata,
+                                                           labels=labels))
+    except forms.FilterError as err:
+        st.error(f"{err}\n\nCode `invalid_filter`", icon=":material/error:")
+        return None
     except ValueError as err:
         st.error(f"{err} Write filters as `name:value`, separated by commas.\n\nCode `invalid_filter`",
                  icon=":material/error:")
@@ -123,6 +127,7 @@ def thread_list() -> str | None:
         else:
             components.empty_state("No threads match these filters — choose owner *everyone* or clear a filter.")
     else:
+        components.forget_selection("threads_table", (filters, page_size, tuple(cursors)))
         state = st.dataframe(frame, column_config=THREAD_COLUMNS, hide_index=True, key="threads_table",
                              on_select="rerun", selection_mode="single-row")
         rows = state.selection.rows if state is not None else []

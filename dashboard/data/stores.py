@@ -83,6 +83,25 @@ def section_values(settings: StoreSettingsOut, section: str) -> tuple[dict[str, 
     return (msgspec.to_builtins(getattr(settings, section)), msgspec.to_builtins(getattr(settings.defaults, section)))
 
 
+def stored_values(settings: StoreSettingsOut, section: str, effective: dict[str, Any]) -> dict[str, Any]:
+    """The section as the store holds it, as far as the API tells: a `budget_tokens` the API reports at the
+    ceiling is taken as unset (INJ-10: only an unset budget follows the ceiling), so an untouched one is sent as
+    `null` rather than pinned at today's ceiling."""
+    stored = dict(effective)
+    if section == "injection" and stored.get("budget_tokens") == settings.max_budget_tokens:
+        stored["budget_tokens"] = None
+    return stored
+
+
+def unpinned(after: dict[str, Any], effective: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+    """The editor's section with an unset budget left unset unless the administrator changed the value shown (the
+    effective one, the ceiling)."""
+    name = "budget_tokens"
+    if name in after and stored.get(name) is None and after[name] == effective.get(name):
+        return {**after, name: None}
+    return after
+
+
 def section_frame(settings: StoreSettingsOut, section: str) -> pl.DataFrame:
     """One row per setting: effective value, default, and whether they differ (shown as text, JSON for maps)."""
     effective, defaults = section_values(settings, section)
