@@ -4,17 +4,18 @@ and every format reads back to the rows the database holds, as many as `GET /mem
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from backend.domains.exports.formats import ITEM_SCHEMA, RECORD_SCHEMA, csv_schema
+from backend.domains.exports.formats import ITEM_SCHEMA, RECORD_SCHEMA
+from tests.export.test_export import read
 from tests.helpers import bearer
 from tests.memory import conftest as _memory
 from tests.threads.util import msg, new_thread
@@ -24,6 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 client, database_url, db, mem, org, settings = (_memory.client, _memory.database_url, _memory.db, _memory.mem,
                                                 _memory.org, _memory.settings)
 UNREACHABLE = "postgresql://coremem@127.0.0.1:1/nowhere"
+DATA_DIR = tempfile.mkdtemp(prefix="coremem-cli-edges-")  # the commands' CORE_DATA_DIR, outside the checkout
 
 
 def _plain(database_url: str) -> str:
@@ -34,20 +36,10 @@ def _plain(database_url: str) -> str:
 
 def _cli(url: str, secret: str, *args: str | bytes, cwd: Path | None = None,
          timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CORE_DATABASE_URL": url, "CORE_SECRET": secret, "CORE_DATA_DIR": "/tmp/h/cli/data",
+    env = {**os.environ, "CORE_DATABASE_URL": url, "CORE_SECRET": secret, "CORE_DATA_DIR": DATA_DIR,
            "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.run([sys.executable, "-m", "backend.cli", *args], env=env, capture_output=True, text=True,
                           errors="replace", timeout=timeout, cwd=str(cwd) if cwd else str(REPO))
-
-
-def read(content: bytes, fmt: str, schema: dict[str, pl.DataType] = RECORD_SCHEMA) -> pl.DataFrame:
-    if fmt == "parquet":
-        return pl.read_parquet(io.BytesIO(content))
-    if fmt == "ndjson":
-        return pl.read_ndjson(io.BytesIO(content), schema=schema)
-    frame = pl.read_csv(io.BytesIO(content), schema=csv_schema(schema))
-    lists = [n for n, t in schema.items() if isinstance(t, pl.List)]
-    return frame.with_columns(pl.col(n).str.json_decode(schema[n]) for n in lists)
 
 
 def _exports(db: Any) -> int:
@@ -203,7 +195,7 @@ def test_plt_19_serve_refuses_a_port_out_of_range(database_url, settings, tmp_pa
     """PLT-19: `serve --port 70000` is taken as any int; uvicorn's bind then fails and the process neither serves
     nor exits. The option should be a port (0–65535), refused by click with exit 2 naming --port."""
     env = {**os.environ, "CORE_DATABASE_URL": _plain(database_url), "CORE_SECRET": settings.secret,
-           "CORE_DATA_DIR": "/tmp/h/cli/data", "PYTHONPATH": str(REPO)}
+           "CORE_DATA_DIR": DATA_DIR, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "backend.cli", "serve", "--port", "70000"], env=env,
                             cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     import time

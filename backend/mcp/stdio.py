@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any, Self
 
+import anyio
 import mcp_types as types
 import pydantic
 from litestar.datastructures import State
@@ -59,11 +60,10 @@ class AnsweringUnreadable:
         return self
 
     async def __anext__(self) -> SessionMessage:
-        while True:
-            item = await self._inner.__anext__()
-            if not isinstance(item, Exception):
-                return item
-            await self._answers.send(SessionMessage(unreadable_answer(item)))
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
 
     async def aclose(self) -> None:
         await self._inner.aclose()
