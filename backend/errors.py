@@ -22,7 +22,8 @@ THREADS_MISSING_MESSAGE = (
 )
 
 
-_AT_PATH = re.compile(r"- at `\$(?P<path>[^`]*)`")
+# msgspec names a value's place as "- at `$.a.b`", and a mapping's key as "- at `key` in `$.a.b`" (the mapping).
+_AT_PATH = re.compile(r"- at (?:`key` in )?`\$(?P<path>[^`]*)`")
 # msgspec's unknown and missing fields, and `check_instants`' instant outside the calendar (shared/schemas/common.py).
 _NAMED_FIELD = re.compile(r"(?:unknown|missing required|instant) field `(?P<name>[^`]+)`")
 

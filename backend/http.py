@@ -37,7 +37,7 @@ from backend.errors import (
     ValidationFailed,
     msgspec_error_parts,
 )
-from backend.params import refuse_unknown_query, route_query
+from backend.params import refuse_loose_body, refuse_undecodable, refuse_unknown_query, route_query
 from shared.schemas.common import InstantOutOfRange
 from shared.schemas.compaction import RETIRED_COMPACTION_FIELDS
 
@@ -312,7 +312,11 @@ def _is_nul_refusal(exc: Exception) -> bool:
 
 async def check_query_and_path(request: Request[Any, Any, Any]) -> None:
     """App-wide `before_request`: a NUL in a query or path value is bad input (422 naming it), not a 500; a query
-    parameter the route does not take, or a repeat of a single-valued one, is 422 (`refuse_unknown_query`)."""
+    parameter the route does not take, or a repeat of a single-valued one, is 422 (`refuse_unknown_query`); a
+    percent-escape that is not UTF-8 is 400 (`refuse_undecodable`); a body field of the wrong type is 422
+    (`refuse_loose_body`)."""
+    refuse_undecodable(request)
+    await refuse_loose_body(request)
     for name, value in [*request.query_params.multi_items(), *request.path_params.items()]:
         if isinstance(value, str) and "\x00" in value:
             raise ValidationFailed(NUL_MESSAGE, param=name)

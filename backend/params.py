@@ -18,10 +18,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime, time, timedelta
 from typing import Annotated, Any, NamedTuple, TypeVar, Union, get_args, get_origin
+from urllib.parse import unquote_to_bytes
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 from litestar import Request
+from litestar.exceptions import SerializationException, ValidationException
 from litestar.params import Parameter
 
 from backend.errors import BadRequest, ValidationFailed, msgspec_error_parts, storable
@@ -119,6 +121,62 @@ def route_query(request: Request[Any, Any, Any]) -> RouteQuery:
                        {p.field_name: p.field_alias for p in query})
     handler.opt[_ROUTE_QUERY] = known
     return known
+
+
+def refuse_undecodable(request: Request[Any, Any, Any]) -> None:
+    """PLT-14: a percent-escape in the path or the query that is not UTF-8 (`%FF`, or `%ED%A0%80`, a surrogate) is
+    400 naming where it is. The server decodes such bytes to U+FFFD, so `DELETE /subjects/%FF` erased the person
+    whose id is "\ufffd" and `?label=%FF` filtered by that character, where the client meant neither."""
+    raw_path = request.scope.get("raw_path")  # some servers and test clients keep the query on it
+    if isinstance(raw_path, bytes) and not _utf8(unquote_to_bytes(raw_path.partition(b"?")[0])):
+        named = next((k for k, v in request.path_params.items() if isinstance(v, str) and "\ufffd" in v), "path")
+        raise BadRequest(_UNDECODABLE, param=named, code="invalid_encoding")
+    for pair in request.scope.get("query_string", b"").split(b"&"):
+        name, _, value = pair.partition(b"=")
+        name_bytes = unquote_to_bytes(name.replace(b"+", b" "))
+        if not (_utf8(name_bytes) and _utf8(unquote_to_bytes(value.replace(b"+", b" ")))):
+            param = name_bytes.decode() if _utf8(name_bytes) else None
+            raise BadRequest(_UNDECODABLE, param=param, code="invalid_encoding")
+
+
+_UNDECODABLE = "A percent-escape here is not UTF-8 text (such as `%FF`); encode the value as UTF-8 and escape that."
+
+
+def _utf8(raw: bytes) -> bool:
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+_BODY_TYPE = "coremem_body_type"  # the handler's `opt` keeps its body's type, worked out on its first request
+
+
+async def refuse_loose_body(request: Request[Any, Any, Any]) -> None:
+    """PLT-14/PLT-16: a body field of the wrong JSON type is 422 naming it, as the OpenAPI document says.
+
+    Litestar converts every argument with msgspec's lax rules, which a query needs (its values are text) but which
+    took `"dimensions": "8"` as 8, `"true"` as true and a number as an instant. The parsed body is therefore
+    converted once more here, strictly, before the route runs; an unreadable body is left to Litestar's refusal."""
+    handler = request.route_handler
+    if _BODY_TYPE not in handler.opt:  # a Struct; a free-form body (`dict[str, Any]`) has no field types to check
+        parameter = handler.parsed_fn_signature.parameters.get("data")
+        kind = None if parameter is None else parameter.annotation
+        handler.opt[_BODY_TYPE] = kind if isinstance(kind, type) and issubclass(kind, msgspec.Struct) else None
+    body_type = handler.opt[_BODY_TYPE]
+    if body_type is None:
+        return
+    if not await request.body():
+        return
+    try:
+        sent = await request.json()  # Litestar's own parse, which it keeps for the route
+    except SerializationException:
+        return
+    try:
+        msgspec.convert(sent, body_type, strict=True)
+    except msgspec.ValidationError as exc:  # answered by `http.handle_validation`, as Litestar's own refusals
+        raise ValidationException(str(exc), extra=[{"message": str(exc), "source": "body"}]) from None
 
 
 def refuse_unknown_query(request: Request[Any, Any, Any]) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import Org, assert_error
+from tests.helpers import Org, assert_error, bearer
 
 MCP = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
        "MCP-Protocol-Version": "2025-06-18"}
@@ -226,3 +226,47 @@ def test_mem_10_every_documented_query_parameter_is_taken(org: Org, client: Any)
                         (method, path, parameter["name"], response.text)
                 seen += 1
     assert seen > 50
+
+
+def test_plt_14_a_percent_escape_that_is_not_utf8_is_400_and_erases_nobody(org: Org, client: Any, db: Any) -> None:
+    """`%FF` or `%ED%A0%80` (a surrogate's bytes) in a path or query value was decoded to U+FFFD: `DELETE
+    /subjects/%FF` erased the person whose id is that character, `?label=%FF` filtered by it. Now 400
+    `invalid_encoding` naming the parameter, and the person's record stays."""
+    index_id = client.post("/indexes", headers=org.full, json={"name": "support"}).json()["id"]
+    replaced = bearer(org.key, subject="\ufffd")
+    made = client.post("/memory", headers=replaced, json={"index_id": index_id, "type": "fact", "text": "Stays."})
+    assert made.status_code == 201, made.text
+    for path in ("/subjects/%FF", "/subjects/%ED%A0%80"):
+        assert_error(client.delete(path, headers=org.admin), 400, "invalid_encoding", "subject_id")
+    assert db.execute("SELECT count(*) FROM memory_records WHERE subject = %s", ("\ufffd",)).fetchone()[0] == 1
+    assert_error(client.get("/memory?label=%FF", headers=org.full), 400, "invalid_encoding", "label")
+    assert_error(client.get("/memory/search?q=tea%ED%A0%80", headers=org.full), 400, "invalid_encoding", "q")
+    assert_error(client.get("/threads/thr_%C3", headers=org.full), 400, "invalid_encoding", "thread_id")
+    # Escaped UTF-8, U+FFFD itself included, is still taken as written.
+    assert client.get("/memory/search?q=%C3%A9t%C3%A9", headers=org.full).status_code == 200
+    assert client.get("/memory?label=team:a%EF%BF%BD", headers=org.full).status_code == 200
+
+
+@pytest.mark.parametrize(("route", "body", "param"), [
+    ("/indexes", {"name": "x", "embedding": {"provider": "hashing", "model": "h", "dimensions": "256"}},
+     "embedding.dimensions"),
+    ("/keys", {"name": "k", "capabilities": ["knowledge"], "expires_at": 4102444800}, "expires_at"),
+    ("/keys", {"name": "k", "capabilities": ["knowledge"], "privacy": {"pseudonymize": "true"}},
+     "privacy.pseudonymize"),
+    ("/subject-tokens", {"subject": {"id": "anna"}, "ttl_seconds": "600"}, "ttl_seconds"),
+    ("/memory", {"type": "fact", "text": "Likes tea.", "confidence": "0.9"}, "confidence"),
+])
+def test_plt_14_a_body_field_of_the_wrong_json_type_is_422_not_coerced(org: Org, client: Any, db: Any, route: str,
+                                                                        body: dict[str, Any], param: str) -> None:
+    """Litestar converts arguments with msgspec's lax rules: `"256"` was taken as 256, `"true"` as true, a number
+    as an instant, against the OpenAPI document (PLT-16). Now 422 naming the field, and nothing is written."""
+    path = f"/tenants/{org.org_id}/keys" if route == "/keys" else route
+    headers = org.admin if route == "/keys" else org.full
+    if route == "/memory":
+        body = {**body, "index_id": client.post("/indexes", headers=org.full, json={"name": "m"}).json()["id"]}
+    before = db.execute("SELECT (SELECT count(*) FROM indexes) + (SELECT count(*) FROM api_keys)"
+                        " + (SELECT count(*) FROM memory_records)").fetchone()[0]
+    assert_error(client.post(path, headers=headers, json=body), 422, "validation_failed", param)
+    after = db.execute("SELECT (SELECT count(*) FROM indexes) + (SELECT count(*) FROM api_keys)"
+                       " + (SELECT count(*) FROM memory_records)").fetchone()[0]
+    assert after == before
