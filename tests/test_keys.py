@@ -214,3 +214,22 @@ def test_plt_8_a_rule_description_is_an_unknown_field_everywhere_a_policy_is_sen
                               headers=org.admin), 422, "invalid_policy", "policy.rules[0].description")
     stored = db.execute("SELECT count(*) FROM api_keys WHERE policy::text LIKE '%%description%%'").fetchone()[0]
     assert stored == 0
+
+
+def test_plt_4_an_expiry_in_the_past_is_refused_on_change_as_on_create(org, client, db):
+    """PATCH with a past `expires_at` was taken, so the key ended as a change rather than a revocation; now 422
+    on `expires_at` as at creation, and nothing is changed."""
+    created = org.make_key(["knowledge"])
+    past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+    for send in (lambda body: client.post(f"/tenants/{org.org_id}/keys", headers=org.admin,
+                                          json={"name": "x", "capabilities": ["knowledge"], **body}),
+                 lambda body: client.patch(f"/tenants/{org.org_id}/keys/{created['id']}", headers=org.admin,
+                                           json={"name": "renamed", **body})):
+        assert_error(send({"expires_at": past}), 422, "validation_failed", "expires_at")
+    stored = db.execute("SELECT name, expires_at FROM api_keys WHERE id = %s", (created["id"],)).fetchone()
+    assert stored == ("test key", None)
+    assert client.get("/indexes", headers=bearer(created["secret"])).status_code == 200
+    future = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    changed = client.patch(f"/tenants/{org.org_id}/keys/{created['id']}", headers=org.admin,
+                           json={"expires_at": future})
+    assert changed.status_code == 200, changed.text

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 
+import jwt
+import pytest
+
+from backend.access.credentials import SUBJECT_TOKEN_PREFIX
+from tests.conftest import SECRET
 from tests.helpers import as_subject, assert_error, bearer
 
 
@@ -51,6 +57,20 @@ def test_plt_7_subject_token_dies_with_its_key_and_cannot_be_forged(org, client)
     assert_error(client.get("/indexes", headers=bearer(forged)), 401, "bad_credential")
 
 
+@pytest.mark.parametrize("claims", [
+    {"sub": 7}, {"sub": ""}, {"sub": "a\x00b"}, {"kid": ["x"]}, {"org": None}, {"attrs": ["team"]},
+    {"attrs": {"team": "payroll"}}, {"attrs": {"team": [1]}}, {"attrs": {"team": ["a\x00"]}}])
+def test_plt_7_a_signed_token_with_claims_of_the_wrong_shape_is_401_not_500(org, client, claims):
+    """A token signed with the server's secret but not minted by it (another tool sharing the secret) with an id
+    that is not a string, or attributes that are not lists of strings, was a 500; now 401 `bad_credential`."""
+    good = {"iss": "coremem", "org": org.org_id, "kid": org.key_id, "sub": "anna", "attrs": {},
+            "exp": int(time.time()) + 600}
+    token = SUBJECT_TOKEN_PREFIX + jwt.encode({**good, **claims}, SECRET, algorithm="HS256")
+    assert_error(client.get("/indexes", headers=bearer(token)), 401, "bad_credential")
+    fine = SUBJECT_TOKEN_PREFIX + jwt.encode(good, SECRET, algorithm="HS256")
+    assert client.get("/indexes", headers=bearer(fine)).status_code == 200
+
+
 def test_plt_7_subject_token_ttl_is_bounded(org, client):
     response = client.post("/subject-tokens", headers=org.full,
                            json={"subject": {"id": "anna"}, "ttl_seconds": 10**9})
@@ -84,3 +104,13 @@ def test_plt_7_a_nul_in_a_subject_attribute_is_400_naming_where_it_is(org, clien
     # The same person without the NUL is served as before.
     fine = json.dumps({"id": "anna", "attributes": {"department": ["payroll"]}})
     assert client.get("/memory", headers={**bearer(key), "X-Core-Subject": fine}).status_code == 200
+
+
+def test_plt_7_a_subject_header_nested_past_the_decoders_depth_is_400(org, client):
+    """`X-Core-Subject` holding JSON nested past the decoder's depth (a few kilobytes of `[`) makes
+    `subjects.subject_from_header` raise RecursionError, where only `ValueError` was caught: a 500. Now 400
+    `invalid_subject` naming the header, as every other malformed `X-Core-Subject` (PLT-7, PLT-14)."""
+    key = org.make_key(["knowledge"])
+    for nested in ("[" * 3000 + "]" * 3000, '{"id": "anna", "attributes": ' + '{"a": ' * 2000 + "1" + "}" * 2001):
+        response = client.get("/indexes", headers={**bearer(key["secret"]), "X-Core-Subject": nested})
+        assert_error(response, 400, "invalid_subject", "X-Core-Subject")

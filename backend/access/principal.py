@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access import credentials
 from backend.access import repository as repo
 from backend.access.actor import Actor
-from backend.access.subjects import Subject, combine, subject_from_header
+from backend.access.subjects import Subject, combine, parse_subject, subject_from_header
 from backend.errors import BadRequest, CapabilityMissing, Forbidden, NotFound, ThreadsCapabilityMissing, Unauthorized
 
 ALL_CAPABILITIES = frozenset({"knowledge", "memory", "threads", "tooling", "compaction", "management",
@@ -121,6 +121,19 @@ async def _used(db: AsyncSession, key: dict[str, Any]) -> dict[str, Any]:
     return key
 
 
+def _token_subject(claims: dict[str, Any] | None) -> tuple[dict[str, Any], Subject]:
+    """A subject token's claims and the person it names. Only this server signs them, but a token signed with the
+    same secret by another tool must be a refused credential, not a crash: its ids and attributes are checked as a
+    header's are."""
+    refused = Unauthorized("This subject token is invalid or has expired.", code="bad_credential")
+    if claims is None or not all(isinstance(claims[k], str) for k in ("org", "kid")):
+        raise refused
+    try:
+        return claims, parse_subject({"id": claims["sub"], "attributes": claims.get("attrs") or {}}, "token")
+    except BadRequest:
+        raise refused from None
+
+
 async def resolve(db: AsyncSession, *, secret: str, authorization: str | None, subject_header: str | None,
                   org_header: str | None, path_org_id: str | None = None
                   ) -> tuple[Principal, dict[str, Any] | None]:
@@ -133,12 +146,9 @@ async def resolve(db: AsyncSession, *, secret: str, authorization: str | None, s
         return Principal("key", key["org_id"], Actor("key", key["id"]), frozenset(key["capabilities"]),
                          header_subject, key=key), org
     if token.startswith(credentials.SUBJECT_TOKEN_PREFIX):
-        claims = credentials.read_subject_token(secret, token)
-        if claims is None:
-            raise Unauthorized("This subject token is invalid or has expired.", code="bad_credential")
+        claims, token_subject = _token_subject(credentials.read_subject_token(secret, token))
         found, org = await repo.key_by_id(db, claims["org"], claims["kid"])
         key = await _used(db, _key_usable(found))
-        token_subject = Subject(claims["sub"], {k: list(v) for k, v in (claims.get("attrs") or {}).items()})
         subject = combine(token_subject, header_subject)
         return Principal("subject_token", key["org_id"], Actor("subject", key["id"]),
                          frozenset(key["capabilities"]), subject, key=key), org

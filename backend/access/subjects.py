@@ -63,7 +63,7 @@ def subject_from_header(value: str | None) -> Subject | None:
         return None
     try:
         raw = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the decoder's depth (a few KB of `[`)
         raise BadRequest(f"{SUBJECT_HEADER} must be JSON such as {{\"id\": \"anna\"}}.", param=SUBJECT_HEADER,
                          code="invalid_subject") from None
     return parse_subject(raw, SUBJECT_HEADER)

@@ -159,6 +159,14 @@ def check_limits_kept(granter: Principal | None, *, expires_at: Any = msgspec.UN
                         code="privacy_not_grantable")
 
 
+def check_not_past(expires_at: datetime | None) -> None:
+    """A key is made or changed to expire in the future or never; ending it now is `POST …/revoke`, which the
+    audit trail records as a revocation rather than a change."""
+    if expires_at is not None and expires_at <= datetime.now(UTC):
+        raise ValidationFailed("`expires_at` is in the past: send a future instant, or revoke the key to end it now.",
+                               param="expires_at")
+
+
 def check_may_change(principal: Principal, row: dict[str, Any]) -> None:
     """A management key changes, revokes and deletes only keys that keys made, never an administrator's."""
     if principal.kind == "key" and row["created_by_type"] != "key":
@@ -173,8 +181,7 @@ async def insert_new_key(db: AsyncSession, org_id: str, body: KeyCreate, actor: 
     check_grant(policy, granter)
     check_limits_kept(granter, expires_at=body.expires_at, privacy=body.privacy)
     await _check_injection_index(db, org_id, body.memory, granter)
-    if body.expires_at is not None and body.expires_at <= datetime.now(UTC):
-        raise ValidationFailed("`expires_at` is in the past.", param="expires_at")
+    check_not_past(body.expires_at)
     key_secret = credentials.new_key_secret()
     row = await repo.insert_key(db, {
         "id": new_id("key"), "org_id": org_id, "name": body.name, "secret_hash": credentials.hash_secret(key_secret),
@@ -233,6 +240,7 @@ async def patch_key(ctx: RequestContext, org_id: str, key_id: str, body: KeyPatc
         values["policy"] = body.policy
     check_limits_kept(ctx.principal, expires_at=body.expires_at, privacy=body.privacy)
     if body.expires_at is not msgspec.UNSET:
+        check_not_past(body.expires_at)
         values["expires_at"] = body.expires_at
     if body.privacy is not msgspec.UNSET:
         values["privacy"] = _privacy(body.privacy)
