@@ -71,6 +71,16 @@ def as_subject(subject_id: str, attributes: dict[str, list[str]] | None = None) 
     return {"X-Core-Subject": json.dumps(value)}
 
 
+def operator_headers(client: Any, database_url: str) -> dict[str, str]:
+    """A new operator (PLT-2: administers every organisation) logged in; her bearer header."""
+    from backend.domains.orgs.service import create_operator
+
+    _, password = in_transaction(database_url, lambda db: create_operator(db, "ops@example.test"))
+    login = client.post("/admin/login", json={"email": "ops@example.test", "password": password})
+    assert login.status_code == 200, login.text
+    return bearer(login.json()["token"])
+
+
 def in_transaction(database_url: str, work: Callable[[Any], Awaitable[T]]) -> T:
     """Run service code (`work(session)`) in one committed transaction on a short-lived engine."""
 

@@ -87,3 +87,12 @@ def test_plt_14_unknown_vocabulary_kind_is_422_and_writes_nothing(org, client, d
     ok = client.put(f"/tenants/{org.org_id}/vocabulary", headers=bearer(org.key),
                     json={"memory_record": {"department": {"attribute": True}, "audience": {}}})
     assert ok.status_code == 200, ok.text
+
+
+def test_plt_11_the_vocabulary_lists_only_names_a_label_can_have(org, client, db):
+    """The vocabulary took "", `subject` (the owner's pseudo-label) and names of 100,000 characters, which no record
+    or thread can carry; now 422 at the name, as on a record, and nothing is written."""
+    for name in ("", "subject", "x" * 65):
+        response = client.put(f"/tenants/{org.org_id}/vocabulary", json={"thread": {name: {}}}, headers=org.admin)
+        assert_error(response, 422, "validation_failed", f"thread.{name}")
+    assert db.execute("SELECT vocabulary FROM orgs WHERE id = %s", (org.org_id,)).fetchone()[0] is None

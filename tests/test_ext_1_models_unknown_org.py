@@ -7,16 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
-from tests.helpers import Org, assert_error, bearer, in_transaction
-
-
-def _operator(client: Any, database_url: str) -> dict[str, str]:
-    from backend.domains.orgs.service import create_operator
-
-    _, password = in_transaction(database_url, lambda db: create_operator(db, "ops@example.test"))
-    login = client.post("/admin/login", json={"email": "ops@example.test", "password": password})
-    assert login.status_code == 200, login.text
-    return bearer(login.json()["token"])
+from tests.helpers import Org, assert_error, operator_headers
 
 
 def _models(db: Any) -> list[tuple[str, str]]:
@@ -29,7 +20,7 @@ def _phantom_events(db: Any) -> list[Any]:
 
 def test_ext_1_an_operator_cannot_offer_a_model_to_an_organisation_that_does_not_exist(
         org: Org, client: Any, database_url: str, db: Any) -> None:
-    operator = _operator(client, database_url)
+    operator = operator_headers(client, database_url)
     before = _models(db)
     for org_id in ("org_nonexistent", "x" * 3000, ""):
         body = {"id": "llama", "provider": "openai_compatible", "base_url": "http://x/v1", "org_id": org_id}

@@ -11,6 +11,14 @@ MAX_VALUE_CHARS = 256
 MAX_LIST = 256
 
 
+def check_label_name(name: str, path: str) -> None:
+    """A name a label can have: on a record or thread, and in the vocabulary that lists the allowed ones."""
+    if name == "subject":
+        raise ValidationFailed("`subject` is the owner's pseudo-label and cannot be set.", param=path)
+    if not name or len(name) > 64:
+        raise ValidationFailed("A label name is 1 to 64 characters.", param=path)
+
+
 def check_labels(labels: Any, vocabulary: dict[str, Any] | None, kind: str, param: str = "labels") -> dict[str, Any]:
     """A label maps a name to a string or a list of strings; with a vocabulary, only its names are allowed."""
     if labels is None:
@@ -22,10 +30,7 @@ def check_labels(labels: Any, vocabulary: dict[str, Any] | None, kind: str, para
     allowed = (vocabulary or {}).get(kind) if vocabulary else None
     for name, value in labels.items():
         path = f"{param}.{name}"
-        if name == "subject":
-            raise ValidationFailed("`subject` is the owner's pseudo-label and cannot be set.", param=path)
-        if not name or len(name) > 64:
-            raise ValidationFailed("A label name is 1 to 64 characters.", param=path)
+        check_label_name(name, path)
         values = value if isinstance(value, list) else [value]
         if isinstance(value, list) and len(value) > MAX_LIST:
             raise ValidationFailed(f"At most {MAX_LIST} values under one label.", param=path)

@@ -62,6 +62,20 @@ class HashingEmbeddings:
         return [self.embed_one(t) for t in texts]
 
 
+def _deployment_key_for(base_url: str | None) -> str | None:
+    """The SDK's own convention supplies the deployment's credential: `OPENAI_API_KEY`, for the server at
+    `OPENAI_BASE_URL` (OpenAI's when unset). Any key holding `knowledge` chooses an index's `base_url`, so the
+    credential goes only to that server: an index at another address is called without it (local servers need
+    none), never handing the operator's secret to a server a key chose."""
+    home = (os.environ.get("OPENAI_BASE_URL") or _OPENAI_BASE_URL).rstrip("/")
+    if base_url is None or base_url.rstrip("/") == home:
+        return os.environ.get("OPENAI_API_KEY")
+    return None
+
+
+_OPENAI_BASE_URL = "https://api.openai.com/v1"  # the SDK's default
+
+
 class OpenAICompatibleEmbeddings:
     """`POST {base_url}/embeddings` through the openai SDK, with a bounded timeout and no retries."""
 
@@ -71,8 +85,7 @@ class OpenAICompatibleEmbeddings:
 
         self.model = model
         self.dimensions = dimensions
-        # The SDK's own convention (OPENAI_API_KEY) supplies the credential; local servers need none.
-        key = api_key or os.environ.get("OPENAI_API_KEY") or _KEYLESS
+        key = api_key or _deployment_key_for(base_url) or _KEYLESS
         self._client: AsyncOpenAI | None = None
         self._unusable = ""
         try:

@@ -23,7 +23,7 @@ def _spec(server: Any, **extra: Any) -> ModelSpec:
 def test_ext_1_models_offered_to_the_organisation_and_withdrawn(client: Any, org: Org, other_org: Org,
                                                                  model_server: Any) -> None:
     body = {"id": "local-llm", "provider": "openai_compatible", "base_url": model_server.url,
-            "api_key_env": "LOCAL_LLM_KEY", "model": "llama-3.1-8b"}
+            "model": "llama-3.1-8b"}
     created = client.post("/admin/models", json=body, headers=org.admin)
     assert created.status_code == 201, created.text
     assert created.json()["org_id"] == org.org_id and created.json()["model"] == "llama-3.1-8b"

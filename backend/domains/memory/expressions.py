@@ -78,8 +78,11 @@ def similarity(distance: ColumnElement[Any]) -> ColumnElement[Any]:
 
 
 def halved(age_days: ColumnElement[Any], half_life_days: float) -> ColumnElement[Any]:
-    """0.5 ^ (age_days / half-life), the exponent capped at MAX_HALVINGS."""
-    return func.power(0.5, func.least(age_days / half_life_days, MAX_HALVINGS))
+    """0.5 ^ (age_days / half-life), the exponent capped at MAX_HALVINGS. The divisor is at least age / MAX_HALVINGS,
+    so a half-life as small as 1e-308 days caps the exponent instead of overflowing the division (a float8 error);
+    age / MAX_HALVINGS cannot overflow, and below that divisor the exponent would be capped anyway."""
+    return func.power(0.5, func.least(age_days / func.greatest(half_life_days, age_days / MAX_HALVINGS),
+                                      MAX_HALVINGS))
 
 
 def effective_expr(half_lives: Mapping[str, float], table: Any = R, *, at: At = None) -> ColumnElement[Any]:

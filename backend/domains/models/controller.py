@@ -30,10 +30,11 @@ class AdminModelController(Controller):
     async def add_model(self, data: ModelCreate, ctx: RequestContext) -> ModelOut:
         return msgspec.convert(await service.add_for(ctx, data), ModelOut)
 
-    @delete("/{model_id:str}", status_code=204, summary="Stop offering a chat model")
+    # A `path` parameter: a model id may hold `/` (`meta/llama`), which a client sends as is or as `%2F`.
+    @delete("/{model_id:path}", status_code=204, summary="Stop offering a chat model")
     async def remove_model(
         self, model_id: str, ctx: RequestContext,
         org_id: Annotated[str | None, Parameter(description="The organisation it was offered to (operators); "
                                                               "without it: the every-organisation entry")] = None,
     ) -> None:
-        await service.remove_for(ctx, model_id, org_id)
+        await service.remove_for(ctx, model_id.removeprefix("/"), org_id)

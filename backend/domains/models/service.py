@@ -94,6 +94,12 @@ async def _target_org(ctx: RequestContext, org_id: str | None) -> str | None:
 
 async def add_for(ctx: RequestContext, body: ModelCreate) -> dict[str, Any]:
     org_id = await _target_org(ctx, body.org_id)
+    if body.api_key_env is not None and not ctx.principal.is_operator:
+        # EXT-1: the variable is read from the API server's environment, which holds the operator's credentials
+        # (other organisations' too): whoever names it chooses which secret goes to the server at `base_url`.
+        raise Forbidden("Only an operator names the environment variable holding a model server's credential; "
+                        "leave out `api_key_env`, or ask the operator (`coremem models add … --api-key-env`).",
+                        param="api_key_env", code="operator_required")
     row = await add(ctx.db, body, org_id)
     if org_id:
         await ctx.audit("model.offered", object_type="model", object_id=body.id, org_id=org_id,

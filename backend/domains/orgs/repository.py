@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import Admin, AdminToken, Org, table_of
@@ -42,8 +43,21 @@ async def insert_org(db: AsyncSession, values: dict[str, Any]) -> None:
     await db.execute(insert(ORGS).values(**values))
 
 
-async def update_org(db: AsyncSession, org_id: str, values: dict[str, Any]) -> None:
-    await db.execute(update(ORGS).where(ORGS.c.id == org_id).values(**values, updated_at=func.now()))
+NAME_UNIQUE = "uq_orgs_name"
+
+
+async def update_org(db: AsyncSession, org_id: str, values: dict[str, Any]) -> bool:
+    """False when the new name is another organisation's (names are unique across the deployment); in a
+    savepoint, so the request's transaction goes on to answer 409."""
+    statement = update(ORGS).where(ORGS.c.id == org_id).values(**values, updated_at=func.now())
+    try:
+        async with db.begin_nested():
+            await db.execute(statement)
+    except IntegrityError as error:
+        if getattr(getattr(error.orig, "diag", None), "constraint_name", None) != NAME_UNIQUE:
+            raise
+        return False
+    return True
 
 
 async def admin_by_email(db: AsyncSession, email: str) -> dict[str, Any] | None:

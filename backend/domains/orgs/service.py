@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.access import credentials
 from backend.access.actor import BOOTSTRAP_ACTOR
 from backend.access.context import RequestContext
+from backend.access.labels import check_label_name
 from backend.access.policy import parse_policy, refuse_too_many_rules, writer_policy
 from backend.db.tenant import use_org
 from backend.domains.keys import service as keys
@@ -99,7 +100,9 @@ async def patch_org(ctx: RequestContext, org_id: str, body: OrgPatch) -> dict[st
         parse_policy(body.policy, "policy", org_level=True)
         values["policy"] = body.policy
     if values:
-        await repo.update_org(ctx.db, org_id, values)
+        if not await repo.update_org(ctx.db, org_id, values):
+            raise Conflict(f"An organisation named {body.name!r} exists already; choose another name.", param="name",
+                           code="name_taken")
         changed = {k: {"before": before[k], "after": v} for k, v in values.items() if k != "name"}
         if "policy" in changed:  # its label values name people: the trail keeps its outline and digest (PLT-12)
             changed["policy"] = {when: keys.audited_policy(policy, secret=ctx.settings.secret, org_id=org_id)
@@ -117,6 +120,7 @@ def check_vocabulary(raw: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(labels, dict):
             raise ValidationFailed("Map each label name to its options, such as {\"attribute\": true}.", param=kind)
         for label, options in labels.items():
+            check_label_name(label, f"{kind}.{label}")  # a name no record or thread could carry would be useless
             if not isinstance(options, dict) or set(options) - {"attribute"}:
                 raise ValidationFailed("Label options are an object with an optional boolean `attribute`.",
                                        param=f"{kind}.{label}")
