@@ -123,7 +123,8 @@ def test_mem_21_write_tool_creates_confirms_and_replaces(mem: Mem, client: Any, 
                  param="arguments.replaces")
     shared = mem.write(mem.nobody, "Office opens at nine.", labels={"audience": "everyone"})
     assert_error(call(client, mem, "write", {"type": "fact", "text": "Office opens at ten.",
-                                             "replaces": shared["id"]}, mem.anna()), 403)
+                                             "replaces": shared["id"]}, mem.anna()), 403,
+                 param="arguments.replaces")
     # The application corrects the shared record: the correction keeps its owner (nobody) and labels.
     corrected = output(call(client, mem, "write", {"type": "fact", "text": "Office opens at ten.",
                                                    "replaces": shared["id"]}, mem.nobody))

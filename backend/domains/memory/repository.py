@@ -281,11 +281,14 @@ async def insert_fresh(db: AsyncSession, values: Mapping[str, Any], *, actor_typ
 
 
 
-async def find_by_key(db: AsyncSession, org_id: str, index_id: str, subject: str | None, type_: str,
+async def find_by_key(db: AsyncSession, scope: Scope, index_id: str, subject: str | None, type_: str,
                       key: str) -> dict[str, Any] | None:
+    """The record a keyed write would change, with `seen`: whether the scope's policy lets the writer see it. A
+    key is unique whoever may see its record, so the record is found either way; the writer decides on `seen`."""
     owner = R.c.subject.is_(None) if subject is None else R.c.subject == subject
-    query = (select(R.c.id, R.c.subject, R.c.labels, R.c.commitment)
-             .where(R.c.org_id == org_id, R.c.index_id == index_id, owner, R.c.type == type_, R.c.key == key)
+    seen = scope.visible("memory_record", "see", R.c.subject, R.c.labels).label("seen")
+    query = (select(R.c.id, R.c.subject, R.c.labels, R.c.commitment, R.c.status, R.c.replaced_by, seen)
+             .where(R.c.org_id == scope.org_id, R.c.index_id == index_id, owner, R.c.type == type_, R.c.key == key)
              .with_for_update())
     rows = _rows(await db.execute(query))
     return rows[0] if rows else None

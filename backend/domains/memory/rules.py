@@ -107,9 +107,10 @@ def check_tags(tags: Sequence[str], param: str) -> list[str]:
     """Tags are stored lowercase, without duplicates (MEM-12)."""
     out: list[str] = []
     for i, tag in enumerate(tags):
-        clean = tag.strip().lower()
-        if not clean:
-            raise ValidationFailed("A tag is 1 to 64 characters, not only white space.", param=f"{param}[{i}]")
+        clean = tag.strip().lower()  # lowercasing may lengthen a tag: "İ" becomes "i̇", two characters
+        if not clean or len(clean) > 64:
+            raise ValidationFailed("A tag is 1 to 64 characters once lowercased, not only white space.",
+                                   param=f"{param}[{i}]")
         if clean not in out:
             out.append(clean)
     return out
@@ -176,17 +177,20 @@ def check_write(ctx: RequestContext, owner: str | None, labels: Mapping[str, Any
                        action="memory.write", object_type="memory_record", object_id=object_id, detail=detail or {})
 
 
-def check_change(ctx: RequestContext, current: Mapping[str, Any], action: str) -> None:
-    """PATCH and DELETE: a person changes only her own records; the policy's `memory_record` action decides."""
+def check_change(ctx: RequestContext, current: Mapping[str, Any], action: str, param: str | None = None) -> None:
+    """PATCH and DELETE: a person changes only her own records; the policy's `memory_record` action decides.
+    `param` names the field that chose the record (`replaces`, `key`), where there is one."""
     owner = current["subject"]
     verb = "change" if action == "write" else "delete"
     if ctx.person is not None and owner != ctx.person:
         what = "a shared record" if owner is None else "another person's record"
         raise ctx.deny(f"A request for a person cannot {verb} {what}.", action=f"memory.{verb}",
-                       object_type="memory_record", object_id=current["id"], detail={"reason": "not_owner"})
+                       object_type="memory_record", object_id=current["id"], detail={"reason": "not_owner"},
+                       param=param)
     if not ctx.scope.may("memory_record", action, owner, current["labels"]):
         raise ctx.deny(f"The policy does not permit you to {verb} this record.", action=f"memory.{verb}",
-                       object_type="memory_record", object_id=current["id"], detail={"reason": "policy"})
+                       object_type="memory_record", object_id=current["id"], detail={"reason": "policy"},
+                       param=param)
 
 
 async def check_not_erased(ctx: RequestContext, people: Iterable[str | None], started_at: datetime | None = None,

@@ -16,7 +16,7 @@ from backend.db.plan_mode import let_key_checks_keep_plans
 from backend.domains.audit.service import subject_hash
 from backend.domains.erasure import guard as erasure
 from backend.domains.indexes import repository as indexes
-from backend.domains.memory import decay, same_words
+from backend.domains.memory import decay, keyed, same_words
 from backend.domains.memory import repository as repo
 from backend.domains.memory.rules import (
     DEFAULT_CONFIDENCE,
@@ -139,7 +139,7 @@ async def write(ctx: RequestContext, items: list[Draft], *, started_at: datetime
     fresh: list[dict[str, Any]] = []
     for item in items:
         if item.values["key"] is not None:
-            record_id, was_created = await _upsert_keyed(ctx, item)
+            record_id, was_created = await keyed.upsert(ctx, item)
         else:
             record_id, was_created = new_id("mem"), True
             fresh.append({**item.values, "id": record_id, "embedding": item.vector,
@@ -150,43 +150,6 @@ async def write(ctx: RequestContext, items: list[Draft], *, started_at: datetime
     await repo.snapshot_versions(ctx.db, ctx.org_id, [row["id"] for row in fresh], action="created",
                                  actor_type=ctx.actor.type, actor_id=ctx.actor.id)
     return ids, created
-
-
-async def _upsert_keyed(ctx: RequestContext, item: Draft) -> tuple[str, bool]:
-    v = item.values
-    actor = ctx.actor
-    for _ in range(2):
-        existing = await repo.find_by_key(ctx.db, ctx.org_id, v["index_id"], v["subject"], v["type"], v["key"])
-        if existing is not None:
-            check_change(ctx, existing, "write")
-            # The record as it will be written: the labels sent, else the ones it keeps (PLT-8).
-            labels = v["labels"] if "labels" in item.given else existing["labels"]
-            check_write(ctx, existing["subject"], labels, object_id=existing["id"],
-                        detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
-            # Source and verification as this writer's new record would have them (MEM-3): an administrator's
-            # upsert is verified, anyone else's rewrite of the text is not.
-            changes = {"text": v["text"], "norm_hash": v["norm_hash"], "source": v["source"], "verified": v["verified"]}
-            changes.update({name: v[name] for name in item.given})
-            if "commitment" in item.given:
-                changes["commitment"] = changed_commitment(v["type"], existing["commitment"], item.commitment_sent,
-                                                           f"{item.prefix}commitment")
-            if item.index.get("embedding"):
-                changes["embedding"] = item.vector
-                changes["embedding_model"] = model_of(item.index, item.vector)
-            await repo.update_record(ctx.db, ctx.org_id, existing["id"], changes, touch=True, bump=True)
-            await repo.snapshot_versions(ctx.db, ctx.org_id, [existing["id"]], action="updated",
-                                         actor_type=actor.type, actor_id=actor.id)
-            return existing["id"], False
-        check_write(ctx, v["subject"], v["labels"],
-                    detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
-        record_id = new_id("mem")
-        if await repo.insert_keyed(ctx.db, {**v, "id": record_id, "embedding": item.vector,
-                                            "embedding_model": model_of(item.index, item.vector)}):
-            await repo.snapshot_versions(ctx.db, ctx.org_id, [record_id], action="created", actor_type=actor.type,
-                                         actor_id=actor.id)
-            return record_id, True
-    raise Conflict("Another request wrote a record with this key at the same moment; try again.", param="key",
-                   code="key_conflict")
 
 
 async def written(ctx: RequestContext, ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -372,7 +335,7 @@ async def replace(ctx: RequestContext, old_id: str, item: Draft, *, param: str =
         raise NotFound(f"No memory record {old_id!r} in this index is reachable with this credential.", param=param)
     if old["status"] != "active":
         raise Conflict(f"The record {old_id!r} was already replaced.", param=param, code="already_replaced")
-    check_change(ctx, old, "write")
+    check_change(ctx, old, "write", param)
     # The correction keeps the corrected record's owner and labels, so it reaches the same readers.
     item.values["subject"] = old["subject"]
     item.values["labels"] = old["labels"]
