@@ -255,6 +255,9 @@ def test_plt_14_a_percent_escape_that_is_not_utf8_is_400_and_erases_nobody(org: 
      "privacy.pseudonymize"),
     ("/subject-tokens", {"subject": {"id": "anna"}, "ttl_seconds": "600"}, "ttl_seconds"),
     ("/memory", {"type": "fact", "text": "Likes tea.", "confidence": "0.9"}, "confidence"),
+    ("/memory/batch", {"records": [{"type": "fact", "text": "Likes tea."},
+                                   {"type": "fact", "text": "Likes tea.", "priority": "high", "confidence": "1"}]},
+     "records[1].confidence"),
 ])
 def test_plt_14_a_body_field_of_the_wrong_json_type_is_422_not_coerced(org: Org, client: Any, db: Any, route: str,
                                                                         body: dict[str, Any], param: str) -> None:
@@ -262,8 +265,10 @@ def test_plt_14_a_body_field_of_the_wrong_json_type_is_422_not_coerced(org: Org,
     as an instant, against the OpenAPI document (PLT-16). Now 422 naming the field, and nothing is written."""
     path = f"/tenants/{org.org_id}/keys" if route == "/keys" else route
     headers = org.admin if route == "/keys" else org.full
-    if route == "/memory":
-        body = {**body, "index_id": client.post("/indexes", headers=org.full, json={"name": "m"}).json()["id"]}
+    if route.startswith("/memory"):
+        index_id = client.post("/indexes", headers=org.full, json={"name": "m"}).json()["id"]
+        body = {**body, "index_id": index_id} if route == "/memory" else {
+            "records": [{**r, "index_id": index_id} for r in body["records"]]}
     before = db.execute("SELECT (SELECT count(*) FROM indexes) + (SELECT count(*) FROM api_keys)"
                         " + (SELECT count(*) FROM memory_records)").fetchone()[0]
     assert_error(client.post(path, headers=headers, json=body), 422, "validation_failed", param)

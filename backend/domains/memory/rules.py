@@ -75,10 +75,11 @@ def reject_nul(value: Any, param: str) -> None:
 
 
 def converted(value: Any, model: type[T], param: str) -> T:
-    """`value` (decoded JSON) as `model`, as the route's body would be decoded; a refusal is the 422 Litestar would
-    give, naming the field under `param` (`records[3]` + `.text`), so a batch checks its records in order (MEM-5)."""
+    """`value` (decoded JSON) as `model`, strictly as a route's body is decoded (`params.refuse_loose_body`: `"0.9"`
+    is no number); a refusal is the 422 Litestar would give, naming the field under `param` (`records[3]` +
+    `.text`), so a batch checks its records in order (MEM-5)."""
     try:
-        return msgspec.convert(value, model, strict=False)
+        return msgspec.convert(value, model, strict=True)
     except msgspec.ValidationError as exc:
         text, path, name = msgspec_error_parts(str(exc))
         where = f"{param}{path or ''}" + (f".{name}" if name else "")
