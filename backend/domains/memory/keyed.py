@@ -31,11 +31,13 @@ async def upsert(ctx: RequestContext, item: Draft) -> tuple[str, bool]:
             # The record as it will be written: the labels sent, else the ones it keeps (PLT-8).
             labels = v["labels"] if "labels" in item.given else target["labels"]
             check_write(ctx, target["subject"], labels, object_id=target["id"],
-                        detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
+                        detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"},
+                        param=item.prefix.rstrip(".") or None)
             await _change(ctx, item, target)
             return target["id"], False
         check_write(ctx, v["subject"], v["labels"],
-                    detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"})
+                    detail={"index_id": v["index_id"], "type": v["type"], "reason": "key"},
+                    param=item.prefix.rstrip(".") or None)
         record_id = new_id("mem")
         if await repo.insert_keyed(ctx.db, {**v, "id": record_id, "embedding": item.vector,
                                             "embedding_model": model_of(item.index, item.vector)}):

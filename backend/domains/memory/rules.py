@@ -171,11 +171,13 @@ def store_types(index: Mapping[str, Any]) -> tuple[str, ...]:
 # ---------------------------------------------------------------- policy
 
 def check_write(ctx: RequestContext, owner: str | None, labels: Mapping[str, Any], *, object_id: str | None = None,
-                detail: dict[str, Any] | None = None) -> None:
-    """`memory_write` on the record as it will be written (PLT-8); a refusal keeps a `denied` audit event."""
+                detail: dict[str, Any] | None = None, param: str | None = None) -> None:
+    """`memory_write` on the record as it will be written (PLT-8); a refusal keeps a `denied` audit event. `param`
+    names the record in a batch (`records[3]`)."""
     if not ctx.scope.may("memory_write", "write", owner, labels):
-        raise ctx.deny("The policy does not permit writing this memory record (no `memory_write` rule matches).",
-                       action="memory.write", object_type="memory_record", object_id=object_id, detail=detail or {})
+        raise ctx.deny("The policy does not permit writing this memory record, with its owner and labels (no "
+                       "`memory_write` rule permits it, or a deny rule refuses it).", action="memory.write",
+                       object_type="memory_record", object_id=object_id, detail=detail or {}, param=param)
 
 
 def check_change(ctx: RequestContext, current: Mapping[str, Any], action: str, param: str | None = None) -> None:

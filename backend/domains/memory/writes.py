@@ -120,7 +120,8 @@ async def write(ctx: RequestContext, items: list[Draft], *, started_at: datetime
     for i, item in enumerate(items):
         if item.values["key"] is None:  # a keyed write is judged once its record's current labels are known
             check_write(ctx, item.values["subject"], item.values["labels"],
-                        detail={"index_id": item.values["index_id"], "type": item.values["type"], "position": i})
+                        detail={"index_id": item.values["index_id"], "type": item.values["type"], "position": i},
+                        param=item.prefix.rstrip(".") or None)
         await check_not_erased(ctx, [item.values["subject"], *erasure.people_in_labels(item.values["labels"])],
                                started_at, seen)
     by_index: dict[str, list[int]] = {}

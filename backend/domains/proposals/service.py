@@ -20,6 +20,7 @@ from shared.schemas.proposals import ProposalQuery
 def _require(ctx: RequestContext) -> None:
     ctx.principal.refuse_subject_token("read or decide promotion proposals")
     ctx.require_management()
+    ctx.require("memory")  # proposals quote people's records, as `GET /memory` does (02-memory: every route here)
     ctx.refuse_person_named("Promotion proposals are the organisation's: send the request without naming a person.")
 
 
