@@ -38,6 +38,28 @@ def check_query(q: str) -> str:
     return q
 
 
+# The words a snippet marks, at most this many: ts_headline's time grows with the query's terms times the
+# message's words, and a query repeating one word 200 times took seconds over a 3,000-word message.
+HEADLINE_TERMS = 16
+
+
+def headline_query(q: str) -> str:
+    """The words and phrases of `q` to mark in a snippet, each once (case and trailing punctuation aside, as the
+    `simple` configuration reads them), without exclusions (a hit holds none): all of them (a space) or any (`or`)
+    as `q` asks. Matching still uses `q` itself."""
+    terms: list[str] = []
+    for token in _TOKEN.findall(q):
+        if token.lower() == "or" or (token.startswith("-") and len(token) > 1):
+            continue
+        term = token.lower() if token.startswith('"') else token.strip(".,;:!?()[]{}'").lower()
+        if _WORD.search(term) and term not in terms:
+            terms.append(term)
+        if len(terms) == HEADLINE_TERMS:
+            break
+    joiner = " or " if any(t.lower() == "or" for t in _TOKEN.findall(q)) else " "
+    return joiner.join(terms)
+
+
 _MARKERS = re.compile(f"([{START}{STOP}])")
 
 

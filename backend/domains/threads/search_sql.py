@@ -19,8 +19,6 @@ from sqlalchemy import (
     Text,
     and_,
     bindparam,
-    case,
-    cast,
     func,
     literal,
     literal_column,
@@ -29,17 +27,22 @@ from sqlalchemy import (
     true,
     tuple_,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TSQUERY
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.access.scope import Scope
 from backend.db.prepared import Prepared, PreparedByShape
 from backend.domains.threads.repository import N_META, ORGS, T_META, I, N, T
+from backend.domains.threads.search import headline_query
 
 
 def _spelled(value: str) -> list[Any]:
     if value in ("true", "false"):
         return [value == "true"]
+    try:  # an integer as written: through float, 9007199254740993 would be 9007199254740992
+        return [int(value)]
+    except ValueError:
+        pass
     try:
         number = float(value)
     except ValueError:
@@ -80,7 +83,8 @@ async def search_items(db: AsyncSession, scope: Scope, *, query: str | None, hea
         note_author=note_author is not None, note_variants=tuple(len(v) for v in variants))
     params: dict[str, Any] = {
         **(scope.params() if not scope.unrestricted else {}),
-        "org_id": scope.org_id, "q": query, "hl": headline_options, "upper": upper, "upper_id": upper_id,
+        "org_id": scope.org_id, "q": query, "hq": headline_query(query) if query is not None else None,
+        "hl": headline_options, "upper": upper, "upper_id": upper_id,
         "fixed_lower": fixed_lower, "from_": from_, "thread_id": thread_id, "role": role,
         "note_author": note_author, "limit": limit,
         **{f"tm{i}": {name: value} for i, (name, value) in enumerate(thread_metadata)},
@@ -243,10 +247,9 @@ def _build_search(shape: SearchShape, scope: Scope) -> Any:
     outer: list[Any] = [*bounds.c,
                         *(c for c in hits.c if tsq is None or c.key != "text")]
     if tsq is not None:
-        # Excluded words never match a hit, but ts_headline would mark them; mark the wanted words only.
-        # The snippet replaces the text, so the text itself does not travel back.
-        tree = func.querytree(tsq)
-        wanted = case((tree == literal_column("'T'"), tsq), else_=cast(tree, TSQUERY))
+        # The words to mark, each once and without exclusions (`search.headline_query`); the snippet replaces the
+        # text, so the text itself does not travel back.
+        wanted = tsquery(bindparam("hq", type_=Text))
         outer.append(func.ts_headline(REGCONFIG, hits.c.text, wanted, bindparam("hl", type_=Text)).label("headline"))
     return (select(*outer).select_from(bounds.outerjoin(hits, true()))
             .order_by(hits.c.created_at.desc(), hits.c.id.desc()))

@@ -11,6 +11,7 @@ from backend.domains.threads import rules, search_sql
 from backend.domains.threads import search as search_mod
 from backend.errors import BadRequest
 from backend.params import Page, encode_cursor, pairs
+from shared.schemas.common import has_utc_time
 from shared.schemas.threads import ItemSearchQuery
 
 
@@ -40,6 +41,9 @@ async def search(ctx: RequestContext, f: ItemSearchQuery, page: Page) -> dict[st
             fixed_lower = datetime.fromisoformat(cursor["l"]) if cursor.get("l") else None
         except (TypeError, KeyError, ValueError):
             raise page.invalid() from None
+        # A forged bound the database would hand back and its driver could not read (`0001-01-01T00:00:00+14:00`).
+        if not all(has_utc_time(bound) for bound in (upper, fixed_lower) if bound is not None):
+            raise page.invalid()
     limit = page.limit(20)
     window, rows = await search_sql.search_items(
         ctx.db, scope, query=f.q, headline_options=search_mod.HEADLINE_OPTIONS, upper=upper, upper_id=upper_id,
