@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from backend.access.context import RequestContext
-from backend.domains.turns import abandoned, documents
+from backend.domains.turns import abandoned, documents, reads
 from backend.domains.turns import repository as repo
 from backend.errors import Conflict, ValidationFailed
 from shared.schemas.turns import ResponseCreate
@@ -41,6 +41,8 @@ async def replayed(ctx: RequestContext, body: ResponseCreate, key: str | None) -
     if row["request_digest"] != digest(body):
         raise ValidationFailed("This `Idempotency-Key` was used with a different request body; use a new key for a "
                                "new request.", param="Idempotency-Key", code="idempotency_key_reused")
+    if row["thread_id"] is not None:  # no longer a participant of its thread: 404, as any read of it (TRN-7)
+        await reads.reachable(ctx, row["id"], param="Idempotency-Key")
     row = await abandoned.settled(ctx, row)  # a turn whose process stopped replays as failed
     if row["status"] == "in_progress":
         raise in_flight()

@@ -30,4 +30,14 @@ async def read(ctx: RequestContext, response_id: str) -> dict[str, Any]:
     ctx.require_threads()
     row, _ = await reachable(ctx, response_id, param="response_id")
     await thread_rules.admin_read(ctx, "GET /responses/{id}", ids=[response_id], object_id=row["thread_id"])
-    return documents.document(await abandoned.settled(ctx, row), with_trace=True)
+    doc = documents.document(await abandoned.settled(ctx, row), with_trace=True)
+    if doc["trace"] and doc["trace"].get("injection") and not _own_turn(ctx, row):
+        doc["trace"] = {**doc["trace"], "injection": None}
+    return doc
+
+
+def _own_turn(ctx: RequestContext, row: dict[str, Any]) -> bool:
+    """Whether the reader may see what the turn's memory block held. The block is the turn's person's own
+    records (INJ-4): in a group thread another participant, or a key reading without her, sees the turn but not
+    the ids and section counts of records he could not read himself (PLT-9). Administrators see every record."""
+    return ctx.is_admin or row["subject"] is None or ctx.person == row["subject"]
